@@ -1,0 +1,70 @@
+package sinks
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Phase is the phase of a table's pipeline a batch belongs to.
+type Phase string
+
+// The phases of a table.
+const (
+	PhaseSnapshot Phase = "snapshot"
+	PhaseStream   Phase = "stream"
+)
+
+// MetadataColumn materializes one context column (__op, __pos, __commit_ts, __ingest_ts,
+// __snapshot, __phase, named without the underscores in From) under the name As.
+type MetadataColumn struct {
+	From string `json:"from"`
+	As   string `json:"as"`
+}
+
+// TableSpec is what a sink needs to know to create and write one target table.
+type TableSpec struct {
+	Target   string           `json:"target"`   // sink-specific name, e.g. raw.orders
+	Schema   batch.Schema     `json:"schema"`   // the source table's columns; Key marks the key
+	Metadata []MetadataColumn `json:"metadata"` // the context columns to materialize, in order
+}
+
+// Batch is one collapsed batch of one table, ready to apply. Record holds the table's columns in
+// Schema order followed by the context columns (batch's context tail); each key appears at most
+// once, and rows whose __op is delete carry the key (other columns null).
+type Batch struct {
+	Spec   TableSpec
+	Phase  Phase
+	Record arrow.RecordBatch
+	Lo, Hi batch.SourcePosition // the batch's watermark; Hi is committed with the data
+}
+
+// Sink is one destination. Implementations are safe for concurrent use by different tables;
+// calls for one table are never concurrent (the table's workflow commits one batch at a time).
+// Every method honours ctx cancellation and returns errors classified with Poison (stop) or left
+// unmarked (transient, retried).
+type Sink interface {
+	// EnsureTable creates the target table for spec when it does not exist, and evolves it for
+	// added columns. A change it cannot apply (a type change, a dropped key column) is poison.
+	// It is idempotent.
+	EnsureTable(ctx context.Context, spec TableSpec) error
+
+	// Position returns the committed position of the target table, read from the destination
+	// itself; ok is false when the table holds no committed position (backfill needed).
+	Position(ctx context.Context, spec TableSpec) (pos batch.SourcePosition, ok bool, err error)
+
+	// Apply writes b's rows (upserts and deletes by key) and b.Hi as the committed position in one
+	// atomic destination commit: after a crash either both are visible or neither. Writes are
+	// idempotent by key: re-applying a batch leaves the same visible rows. The caller (CommitBatch)
+	// skips batches already covered by Position and trims partly covered ones.
+	Apply(ctx context.Context, b Batch) error
+
+	// DiscardSnapshot removes every row and the position of a partially applied snapshot, leaving
+	// the target empty and without a position. It is idempotent.
+	DiscardSnapshot(ctx context.Context, spec TableSpec) error
+
+	// Close releases connections. The sink must not be used after Close.
+	Close(ctx context.Context) error
+}
