@@ -35,11 +35,13 @@ install_debian() {
 }
 
 install_temporal() {
-  if [ -x "$BIN/temporal" ] && "$BIN/temporal" --version 2>/dev/null | grep -q "${TEMPORAL_VERSION#v}"; then
+  # The CLI built from the module proxy reports 0.0.0-DEV, so a stamp file records the version.
+  if [ -x "$BIN/temporal" ] && [ "$(cat "$BIN/temporal.version" 2>/dev/null)" = "$TEMPORAL_VERSION" ]; then
     return 0
   fi
   log "building the Temporal CLI $TEMPORAL_VERSION into $BIN (5-12 minutes, once per machine)"
   GOBIN="$BIN" GOFLAGS=-buildvcs=false go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
+  echo "$TEMPORAL_VERSION" > "$BIN/temporal.version"
 }
 
 install_gocaves() {
@@ -54,7 +56,7 @@ install_gocaves() {
   (
     cd "$src"
     go mod edit -dropreplace=github.com/couchbaselabs/gocaves/client
-    go mod edit -require="$GOCAVES_CLIENT"
+    GOFLAGS=-mod=mod go get "$GOCAVES_CLIENT"
     go run ./tools/prebuildstep.go
     go mod tidy
     GOFLAGS=-buildvcs=false go build -o "$BIN/gocaves.tmp" .

@@ -1,0 +1,97 @@
+package devstack
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Couchbase credentials and bucket that gocaves serves in mock-only mode.
+const (
+	CouchbaseUser     = "Administrator"
+	CouchbasePassword = "password"
+	CouchbaseBucket   = "default"
+)
+
+func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
+	bin, err := s.tool("gocaves", filepath.Join(s.Cache, "bin", "gocaves"))
+	if err != nil {
+		return Info{}, err
+	}
+	dir := s.serviceDir(ServiceCouchbase)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Info{}, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	logPath := filepath.Join(dir, "gocaves.log")
+	_ = os.Remove(logPath) // the connection string is read from a fresh log
+	cmd := exec.Command(bin, "--mock-only")
+	cmd.Dir = dir
+	if err := spawn(cmd, logPath); err != nil {
+		return Info{}, err
+	}
+	info := Info{
+		Service: ServiceCouchbase,
+		PID:     cmd.Process.Pid,
+		Log:     logPath,
+		Extra:   map[string]string{"username": CouchbaseUser, "password": CouchbasePassword, "bucket": CouchbaseBucket},
+		Started: time.Now().UTC(),
+	}
+	// gocaves picks random ports and prints {"connstr":"couchbase://127.0.0.1:P1,..."} once ready.
+	err = waitReady(ctx, info, func(ctx context.Context, i Info) error {
+		connstr, err := gocavesConnstr(logPath)
+		if err != nil {
+			return err
+		}
+		info.URL = connstr
+		info.Addr = strings.SplitN(strings.TrimPrefix(connstr, "couchbase://"), ",", 2)[0]
+		return couchbaseReady(ctx, info)
+	})
+	if err != nil {
+		_ = s.stopInfo(info)
+		return Info{}, err
+	}
+	return info, nil
+}
+
+// gocavesConnstr finds the connection string gocaves printed in its log.
+func gocavesConnstr(logPath string) (string, error) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `"connstr"`) {
+			continue
+		}
+		var msg struct {
+			Connstr string `json:"connstr"`
+		}
+		if i := strings.IndexByte(line, '{'); i >= 0 && json.Unmarshal([]byte(line[i:]), &msg) == nil && msg.Connstr != "" {
+			return msg.Connstr, nil
+		}
+	}
+	return "", fmt.Errorf("gocaves has not printed its connection string yet")
+}
+
+func couchbaseReady(ctx context.Context, info Info) error {
+	if info.Addr == "" {
+		return fmt.Errorf("no address recorded")
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", info.Addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}

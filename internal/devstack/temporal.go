@@ -1,0 +1,103 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+)
+
+// SearchAttributes are the custom search attributes Sluice's workflows upsert, registered when
+// the dev server starts so that the Web UI and `temporal workflow list --query` can filter on them.
+var SearchAttributes = map[string]string{
+	"SluicePipeline": "Keyword",
+	"SluiceTable":    "Keyword",
+	"SluicePhase":    "Keyword",
+}
+
+func (s *Stack) startTemporal(ctx context.Context) (Info, error) {
+	bin, err := s.tool("temporal", filepath.Join(s.Cache, "bin", "temporal"))
+	if err != nil {
+		return Info{}, err
+	}
+	dir := s.serviceDir(ServiceTemporal)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Info{}, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	ports := make([]int, 4)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return Info{}, err
+		}
+	}
+	grpcPort, uiPort, httpPort, metricsPort := ports[0], ports[1], ports[2], ports[3]
+	args := []string{"server", "start-dev",
+		"--ip", "127.0.0.1",
+		"--port", strconv.Itoa(grpcPort),
+		"--ui-port", strconv.Itoa(uiPort),
+		"--http-port", strconv.Itoa(httpPort),
+		"--metrics-port", strconv.Itoa(metricsPort),
+		"--db-filename", filepath.Join(dir, "temporal.db"),
+		"--log-level", "warn",
+	}
+	for name, typ := range SearchAttributes {
+		args = append(args, "--search-attribute", name+"="+typ)
+	}
+	logPath := filepath.Join(dir, "temporal.log")
+	cmd := exec.Command(bin, args...)
+	if err := spawn(cmd, logPath); err != nil {
+		return Info{}, err
+	}
+	info := Info{
+		Service: ServiceTemporal,
+		PID:     cmd.Process.Pid,
+		Log:     logPath,
+		Addr:    fmt.Sprintf("127.0.0.1:%d", grpcPort),
+		URL:     fmt.Sprintf("http://127.0.0.1:%d", uiPort),
+		Extra: map[string]string{
+			"ui":        fmt.Sprintf("http://127.0.0.1:%d", uiPort),
+			"metrics":   fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+			"namespace": "default",
+		},
+		Started: time.Now().UTC(),
+	}
+	if err := waitReady(ctx, info, temporalReady); err != nil {
+		_ = s.stopInfo(info)
+		return Info{}, err
+	}
+	return info, nil
+}
+
+func temporalReady(ctx context.Context, info Info) error {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: info.Addr,
+		Logger:   tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return err
+	}
+	// The search attributes are registered asynchronously at start; wait until they are there.
+	resp, err := c.OperatorService().ListSearchAttributes(ctx,
+		&operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	if err != nil {
+		return err
+	}
+	for name := range SearchAttributes {
+		if _, ok := resp.GetCustomAttributes()[name]; !ok {
+			return fmt.Errorf("search attribute %s not registered yet", name)
+		}
+	}
+	return nil
+}
