@@ -1,0 +1,148 @@
+package staging
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"gocloud.dev/blob"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Compare orders refs for committing: by source (so refs of one source stay together; refs of
+// different sources have no position order and CommitBatch rejects them), then lo, then hi, then
+// URI. It is a pure function, safe to use in workflow code.
+func Compare(a, b BatchRef) int {
+	if c := cmp.Compare(a.Lo.Source.String(), b.Lo.Source.String()); c != 0 {
+		return c
+	}
+	if c := comparePos(a.Lo.Position, b.Lo.Position); c != 0 {
+		return c
+	}
+	if c := comparePos(a.Hi.Position, b.Hi.Position); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.URI, b.URI)
+}
+
+func comparePos(a, b batch.Position) int {
+	switch {
+	case a.Less(b):
+		return -1
+	case b.Less(a):
+		return 1
+	}
+	return 0
+}
+
+// List returns every staged batch of one table of a pipeline, ordered by Compare, with rows and
+// phase read from each object's metadata.
+func (s *Store) List(ctx context.Context, pipeline string, table batch.TableName) ([]BatchRef, error) {
+	refs, err := s.list(ctx, tablePrefix(pipeline, table), true)
+	if err != nil {
+		return nil, fmt.Errorf("listing staged batches of %s in pipeline %s: %w", table, pipeline, err)
+	}
+	return refs, nil
+}
+
+// ListAfter returns the staged batches of a table that a sink holding position after still needs:
+// those whose hi is after it, ordered by Compare. With hasAfter false (nothing committed) it
+// returns every staged batch. Staged batches of a different source than after are an error that
+// wraps batch.ErrDifferentSource: their order relative to the committed position is undefined.
+func (s *Store) ListAfter(ctx context.Context, pipeline string, table batch.TableName, after batch.SourcePosition, hasAfter bool) ([]BatchRef, error) {
+	refs, err := s.List(ctx, pipeline, table)
+	if err != nil {
+		return nil, err
+	}
+	return FilterAfter(refs, after, hasAfter)
+}
+
+// FilterAfter keeps the refs whose hi is after the committed position after (all of them when
+// hasAfter is false). Refs of another source than after, or refs of several sources when
+// nothing is committed, are an error wrapping batch.ErrDifferentSource.
+func FilterAfter(refs []BatchRef, after batch.SourcePosition, hasAfter bool) ([]BatchRef, error) {
+	out := refs[:0:0]
+	for _, r := range refs {
+		if !hasAfter {
+			if len(refs) > 0 && r.Hi.Source != refs[0].Hi.Source {
+				return nil, fmt.Errorf("staged batches of %s belong to sources %s and %s: %w",
+					r.Table, refs[0].Hi.Source, r.Hi.Source, batch.ErrDifferentSource)
+			}
+			out = append(out, r)
+			continue
+		}
+		c, err := r.Hi.Compare(after)
+		if err != nil {
+			return nil, fmt.Errorf("staged batch %s against committed position %s: %w", r, after, err)
+		}
+		if c > 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// ListPipeline returns every staged batch of a pipeline, all tables, ordered by table then
+// Compare. It reads names only (Rows is 0 and Phase is stream in the result), which is all the
+// reader needs to compute the minimum safe position.
+func (s *Store) ListPipeline(ctx context.Context, pipeline string) ([]BatchRef, error) {
+	refs, err := s.list(ctx, pipelinePrefix(pipeline), false)
+	if err != nil {
+		return nil, fmt.Errorf("listing staged batches of pipeline %s: %w", pipeline, err)
+	}
+	return refs, nil
+}
+
+func (s *Store) list(ctx context.Context, prefix string, withAttrs bool) ([]BatchRef, error) {
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
+	var refs []BatchRef
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		// Only batch files count: a stranded temporary file of an interrupted write is not a batch.
+		if obj.IsDir || !strings.HasSuffix(obj.Key, fileSuffix) {
+			continue
+		}
+		ref, err := s.refFromListing(ctx, obj, withAttrs)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(refs, ref)
+	}
+	slices.SortStableFunc(refs, func(a, b BatchRef) int {
+		if c := cmp.Compare(a.Table.String(), b.Table.String()); c != 0 {
+			return c
+		}
+		return Compare(a, b)
+	})
+	return refs, nil
+}
+
+// SafePosition is the position up to which the replication slot may be confirmed: the lowest lo
+// among staged but unacknowledged batches, or reader (the position up to which the reader has
+// staged everything) when nothing is outstanding or every outstanding batch starts later. The
+// result is never after reader. Refs of a different source than reader are an error wrapping
+// batch.ErrDifferentSource: confirming past them could lose them.
+func SafePosition(staged []BatchRef, reader batch.SourcePosition) (batch.SourcePosition, error) {
+	safe := reader
+	for _, r := range staged {
+		c, err := r.Lo.Compare(safe)
+		if err != nil {
+			return batch.SourcePosition{}, fmt.Errorf("staged batch %s against reader position %s: %w", r, reader, err)
+		}
+		if c < 0 {
+			safe = r.Lo
+		}
+	}
+	return safe, nil
+}

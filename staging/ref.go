@@ -1,0 +1,60 @@
+package staging
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// BatchRef names one staged batch. It is what travels in workflow signals and activity inputs:
+// a few hundred bytes of JSON, never row data.
+type BatchRef struct {
+	Pipeline string               `json:"pipeline"`
+	Table    batch.TableName      `json:"table"`
+	Lo       batch.SourcePosition `json:"lo"`    // position of the batch's first change
+	Hi       batch.SourcePosition `json:"hi"`    // the batch's watermark, committed with its data
+	Rows     int64                `json:"rows"`  // rows in the file (0 when not known)
+	Bytes    int64                `json:"bytes"` // size of the file
+	URI      string               `json:"uri"`   // the file in the staging store, set by Store.Put
+	Phase    sinks.Phase          `json:"phase"` // snapshot or stream
+}
+
+// Range formats the batch's range as lo..hi, the way errors and logs name a batch.
+func (r BatchRef) Range() string {
+	return fmt.Sprintf("%s..%s", r.Lo.Position, r.Hi.Position)
+}
+
+// String formats the ref as pipeline/table[lo..hi], with the source when it is set.
+func (r BatchRef) String() string {
+	return fmt.Sprintf("%s/%s[%s]", r.Pipeline, r.Table, r.Range())
+}
+
+// Validate reports what is missing or inconsistent in a ref before it is staged.
+func (r BatchRef) Validate() error {
+	var errs []error
+	if r.Pipeline == "" {
+		errs = append(errs, errors.New("pipeline is empty"))
+	}
+	if r.Table.Schema == "" || r.Table.Name == "" {
+		errs = append(errs, fmt.Errorf("table %q is not schema-qualified", r.Table.String()))
+	}
+	if r.Lo.Source != r.Hi.Source {
+		errs = append(errs, fmt.Errorf("lo belongs to source %s but hi to %s", r.Lo.Source, r.Hi.Source))
+	} else if r.Hi.Position.Less(r.Lo.Position) {
+		errs = append(errs, fmt.Errorf("hi %s is before lo %s", r.Hi.Position, r.Lo.Position))
+	}
+	if r.Lo.Source.Slot == "" || r.Lo.Source.SystemID == "" {
+		errs = append(errs, errors.New("source has no system id or slot"))
+	}
+	switch r.Phase {
+	case sinks.PhaseSnapshot, sinks.PhaseStream:
+	default:
+		errs = append(errs, fmt.Errorf("phase %q is neither %q nor %q", r.Phase, sinks.PhaseSnapshot, sinks.PhaseStream))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("batch ref %s: %w", r, err)
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package staging
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+var testSource = batch.SourceID{SystemID: "7312345678901234567", Timeline: 1, Slot: "sluice_p1"}
+
+func sp(lsn uint64, seq uint32) batch.SourcePosition {
+	return batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: lsn, Seq: seq}}
+}
+
+func ref(table string, lo, hi uint64) BatchRef {
+	return BatchRef{
+		Pipeline: "p1",
+		Table:    batch.TableName{Schema: "shop", Name: table},
+		Lo:       sp(lo, 0),
+		Hi:       sp(hi, 3),
+		Rows:     int64(hi - lo),
+		Phase:    sinks.PhaseStream,
+	}
+}
+
+// stores returns one store per backend: a local directory and an in-process S3 (gofakes3).
+func stores(t *testing.T) map[string]*Store {
+	t.Helper()
+	ctx := context.Background()
+	dir, err := OpenDir(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dir.Close() })
+
+	backend := s3mem.New()
+	if err := backend.CreateBucket("staging"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	s3, err := OpenS3(ctx, S3Config{
+		Bucket: "staging", Prefix: "sluice/staging", Endpoint: srv.URL, Region: "us-east-1",
+		AccessKeyID: "test", SecretAccessKey: "test", PathStyle: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s3.Close() })
+	return map[string]*Store{"dir": dir, "s3": s3}
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			// Staged out of order, across two tables.
+			put := func(r BatchRef, body string) BatchRef {
+				t.Helper()
+				got, err := st.Put(ctx, r, bytes.NewBufferString(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			b3 := put(ref("orders", 0x3_0000_0000, 0x3_0000_0100), "third")
+			b1 := put(ref("orders", 0x100, 0x200), "first")
+			b2 := put(ref("orders", 0x201, 0x1_0000_0000), "second")
+			other := put(ref("customers", 0x50, 0x60), "other table")
+			if b1.Bytes != int64(len("first")) || b1.URI == "" {
+				t.Fatalf("put returned %+v, want Bytes 5 and a URI", b1)
+			}
+
+			t.Run("list is in position order with metadata", func(t *testing.T) {
+				got, err := st.List(ctx, "p1", b1.Table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []BatchRef{b1, b2, b3}
+				if len(got) != len(want) {
+					t.Fatalf("listed %d batches, want %d: %+v", len(got), len(want), got)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Errorf("batch %d = %+v, want %+v", i, got[i], want[i])
+					}
+				}
+			})
+
+			t.Run("list after a position", func(t *testing.T) {
+				got, err := st.ListAfter(ctx, "p1", b1.Table, b2.Hi, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 1 || got[0] != b3 {
+					t.Fatalf("after %s got %+v, want only %s", b2.Hi, got, b3)
+				}
+				foreign := b2.Hi
+				foreign.Source.Slot = "another_slot"
+				if _, err := st.ListAfter(ctx, "p1", b1.Table, foreign, true); !errors.Is(err, batch.ErrDifferentSource) {
+					t.Fatalf("listing after a position of another source: err = %v, want ErrDifferentSource", err)
+				}
+			})
+
+			t.Run("read and idempotent put", func(t *testing.T) {
+				again := put(ref("orders", 0x100, 0x200), "first, re-staged")
+				if again.URI != b1.URI {
+					t.Fatalf("re-staging the same range gave URI %s, want %s", again.URI, b1.URI)
+				}
+				data, err := st.ReadAll(ctx, b1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(data) != "first, re-staged" {
+					t.Fatalf("read %q after re-staging", data)
+				}
+				all, err := st.List(ctx, "p1", b1.Table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(all) != 3 {
+					t.Fatalf("re-staging created a second object: %d batches", len(all))
+				}
+			})
+
+			t.Run("pipeline listing and acknowledge", func(t *testing.T) {
+				all, err := st.ListPipeline(ctx, "p1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(all) != 4 || all[0].Table != other.Table {
+					t.Fatalf("pipeline listing = %+v, want 4 batches, customers first", all)
+				}
+				if err := st.Acknowledge(ctx, b1); err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Acknowledge(ctx, b1); err != nil {
+					t.Fatalf("acknowledging twice: %v", err)
+				}
+				if _, err := st.ReadAll(ctx, b1); !errors.Is(err, ErrNotFound) {
+					t.Fatalf("reading an acknowledged batch: err = %v, want ErrNotFound", err)
+				}
+				left, err := st.List(ctx, "p1", b1.Table)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(left) != 2 || left[0] != b2 {
+					t.Fatalf("after acknowledging %s: %+v", b1, left)
+				}
+			})
+
+			t.Run("foreign URI", func(t *testing.T) {
+				r := b3
+				r.URI = "s3://elsewhere/" + objectName(r)
+				if _, err := st.ReadAll(ctx, r); !errors.Is(err, ErrForeignURI) {
+					t.Fatalf("err = %v, want ErrForeignURI", err)
+				}
+			})
+		})
+	}
+}
+
+func TestPutRejectsInvalidRef(t *testing.T) {
+	t.Parallel()
+	st := stores(t)["dir"]
+	bad := ref("orders", 0x200, 0x100)
+	bad.Phase = "later"
+	_, err := st.Put(context.Background(), bad, bytes.NewBufferString("x"))
+	if err == nil {
+		t.Fatal("staging a batch whose hi is before lo succeeded")
+	}
+	for _, want := range []string{"hi 0/100:3 is before lo 0/200:0", `phase "later"`} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
