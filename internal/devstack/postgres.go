@@ -18,14 +18,14 @@ import (
 const pgBin = "/usr/lib/postgresql/15/bin"
 
 // postgresSettings are the server settings of the private cluster: logical decoding on, and
-// durability traded for speed (a test cluster's data is disposable).
+// durability traded for speed (a test cluster's data is disposable). synchronous_commit stays
+// on: with it off, commits reach logical decoding only after the WAL writer flushes them.
 var postgresSettings = []string{
 	"wal_level=logical",
 	"max_wal_senders=40",
 	"max_replication_slots=40",
 	"max_connections=200",
 	"fsync=off",
-	"synchronous_commit=off",
 	"full_page_writes=off",
 	"shared_buffers=256MB",
 	"max_wal_size=4GB",

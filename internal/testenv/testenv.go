@@ -1,0 +1,146 @@
+// Package testenv gives tests real services started by the project's service manager
+// (internal/devstack): PostgreSQL with logical decoding, the Temporal dev server, ClickHouse,
+// gocaves and an in-process S3-compatible store. Each helper starts its service when it is not
+// running, returns where to reach it, and fails the test with the reason when it cannot.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicecdc/sluice/internal/devstack"
+)
+
+// startTimeout bounds starting one service, including waiting for another process that holds
+// the stack lock while it starts services.
+const startTimeout = 3 * time.Minute
+
+func ensure(t testing.TB, service string) devstack.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := devstack.New("", "", nil)
+	if err != nil {
+		t.Fatalf("testenv: %s: %v", service, err)
+	}
+	info, err := s.Ensure(ctx, service)
+	if err != nil {
+		t.Fatalf("testenv: %s cannot start: %v", service, err)
+	}
+	return info
+}
+
+// RandomName returns prefix followed by 8 random hex digits, for databases, tables and IDs that
+// must not collide between tests.
+func RandomName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// Postgres returns the DSN of the stack's PostgreSQL server (database postgres, superuser).
+func Postgres(t testing.TB) string {
+	t.Helper()
+	return ensure(t, devstack.ServicePostgres).URL
+}
+
+// NewDatabase creates a fresh database and returns its DSN. At cleanup it drops the database and
+// every replication slot in it.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := Postgres(t)
+	name := RandomName("sluice_test_")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("testenv: connecting to PostgreSQL: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("testenv: creating database %s: %v", name, err)
+	}
+	t.Cleanup(func() { dropDatabase(t, admin, name) })
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("testenv: parsing DSN: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func dropDatabase(t testing.TB, admin, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Errorf("testenv: dropping database %s: %v", name, err)
+		return
+	}
+	defer conn.Close(context.Background())
+	// Walsenders hold slots; terminate them, then drop the slots, then the database.
+	_, _ = conn.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+		WHERE database = $1 AND active_pid IS NOT NULL`, name)
+	for i := 0; i < 50; i++ {
+		_, err = conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
+			WHERE database = $1 AND NOT active`, name)
+		var left int
+		if err == nil {
+			err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE database = $1`, name).Scan(&left)
+		}
+		if err == nil && left == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		t.Errorf("testenv: dropping database %s: %v", name, err)
+	}
+}
+
+// PostgresBin returns the directory of the PostgreSQL binaries the stack runs (pg_recvlogical,
+// pgbench, psql).
+func PostgresBin(t testing.TB) string {
+	t.Helper()
+	return ensure(t, devstack.ServicePostgres).Extra["bin"]
+}
+
+// Temporal returns the host:port of the Temporal dev server's frontend (namespace "default",
+// Sluice's search attributes registered).
+func Temporal(t testing.TB) string {
+	t.Helper()
+	return ensure(t, devstack.ServiceTemporal).Addr
+}
+
+// ClickHouse returns the host:port of the ClickHouse server's native protocol (user default, no
+// password).
+func ClickHouse(t testing.TB) string {
+	t.Helper()
+	return ensure(t, devstack.ServiceClickHouse).Addr
+}
+
+// CouchbaseInfo is where to reach gocaves and with which credentials.
+type CouchbaseInfo struct {
+	ConnString string
+	Username   string
+	Password   string
+	Bucket     string
+}
+
+// Couchbase returns how to reach gocaves, Couchbase's mock server.
+func Couchbase(t testing.TB) CouchbaseInfo {
+	t.Helper()
+	info := ensure(t, devstack.ServiceCouchbase)
+	return CouchbaseInfo{
+		ConnString: info.URL,
+		Username:   devstack.CouchbaseUser,
+		Password:   devstack.CouchbasePassword,
+		Bucket:     devstack.CouchbaseBucket,
+	}
+}
