@@ -1,0 +1,215 @@
+package config
+
+import (
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Config is one pipeline: a Postgres source, the tables to replicate and one sink. Its json tags
+// are the config keys, so the JSON encoding of a validated Config is also the workflow input.
+type Config struct {
+	// Pipeline names the pipeline: [a-z0-9][a-z0-9_-]*, at most 56 characters. It is part of the
+	// Temporal workflow IDs and of the default slot and publication names.
+	Pipeline string   `json:"pipeline"`
+	Source   Source   `json:"source"`
+	Temporal Temporal `json:"temporal"`
+	Staging  Staging  `json:"staging"`
+	Batch    Batch    `json:"batch"`
+	Sink     Sink     `json:"sink"`
+	Tables   []Table  `json:"tables"`
+}
+
+// Source is the Postgres database to replicate from.
+type Source struct {
+	// DSN is a libpq connection string or postgres:// URL. It holds a secret: set it with
+	// SLUICE_SOURCE_DSN rather than in the file. The replication connection is derived from it.
+	DSN string `json:"dsn"`
+	// Slot is the logical replication slot (default sluice_<pipeline>, with - turned into _).
+	Slot string `json:"slot"`
+	// Publication is the publication the slot decodes (default: the same name as Slot).
+	Publication string `json:"publication"`
+	// SnapshotChunkRows is the number of rows per SELECT of a backfill (default 50000).
+	SnapshotChunkRows int `json:"snapshot_chunk_rows"`
+}
+
+// Temporal is the Temporal frontend the pipeline's workflows run on.
+type Temporal struct {
+	Address   string `json:"address"`    // host:port (default 127.0.0.1:7233)
+	Namespace string `json:"namespace"`  // default "default"
+	TaskQueue string `json:"task_queue"` // default "sluice"
+}
+
+// Staging is where the reader stages batch files for the committers.
+type Staging struct {
+	// URL is a directory path, a file:// URL or s3://bucket/prefix?endpoint=...&region=...
+	URL string `json:"url"`
+}
+
+// Batch bounds the batches the reader cuts per table: a batch is cut when any limit is reached.
+type Batch struct {
+	MaxRows  int      `json:"max_rows"`  // default 100000
+	MaxBytes ByteSize `json:"max_bytes"` // default 64MiB
+	MaxWait  Duration `json:"max_wait"`  // time since the batch's first row (default 1s)
+}
+
+// The sink types.
+const (
+	SinkIceberg    = "iceberg"
+	SinkClickHouse = "clickhouse"
+	SinkCouchbase  = "couchbase"
+	SinkPlugin     = "plugin"
+)
+
+// Sink is the destination. Exactly the section named by Type is set.
+type Sink struct {
+	Type       string      `json:"type"` // iceberg, clickhouse, couchbase or plugin
+	Iceberg    *Iceberg    `json:"iceberg,omitempty"`
+	ClickHouse *ClickHouse `json:"clickhouse,omitempty"`
+	Couchbase  *Couchbase  `json:"couchbase,omitempty"`
+	Plugin     *Plugin     `json:"plugin,omitempty"`
+}
+
+// Iceberg is an Apache Iceberg destination: a catalog and a warehouse.
+type Iceberg struct {
+	Catalog IcebergCatalog `json:"catalog"`
+	// Warehouse is where data files go: a directory, a file:// URL or an s3://bucket/prefix URL.
+	Warehouse string `json:"warehouse"`
+	// S3 configures access to an s3:// warehouse; only allowed with one.
+	S3 *S3 `json:"s3,omitempty"`
+	// Maintenance bounds the small files and snapshots that one commit per batch accumulates.
+	Maintenance IcebergMaintenance `json:"maintenance"`
+}
+
+// The Iceberg catalog types and SQL catalog dialects.
+const (
+	CatalogSQL      = "sql"
+	CatalogREST     = "rest"
+	DialectSQLite   = "sqlite"
+	DialectPostgres = "postgres"
+)
+
+// IcebergCatalog is the catalog that holds the Iceberg tables' metadata pointers.
+type IcebergCatalog struct {
+	Type string `json:"type"` // sql or rest
+	// URI is, for sql, a sqlite file path or file: URI (dialect sqlite) or a Postgres DSN
+	// (dialect postgres); for rest, the catalog's http(s) URL.
+	URI     string `json:"uri"`
+	Dialect string `json:"dialect,omitempty"` // sql only: sqlite (default) or postgres
+	Name    string `json:"name"`              // catalog name (default "sluice")
+}
+
+// S3 is how to reach an S3-compatible object store.
+type S3 struct {
+	Endpoint        string `json:"endpoint,omitempty"` // http(s) URL; empty for AWS
+	Region          string `json:"region"`
+	AccessKeyID     string `json:"access_key_id,omitempty"`
+	SecretAccessKey string `json:"secret_access_key,omitempty"` // secret: set with SLUICE_SINK_ICEBERG_S3_SECRET_ACCESS_KEY
+}
+
+// IcebergMaintenance schedules the table maintenance the Iceberg sink runs between commits.
+type IcebergMaintenance struct {
+	// CompactEveryCommits compacts data files and rewrites manifests after this many commits to
+	// a table (default 100; 0 keeps the default, -1 turns compaction off).
+	CompactEveryCommits int `json:"compact_every_commits"`
+	// ExpireSnapshotsAfter expires snapshots older than this (default 24h).
+	ExpireSnapshotsAfter Duration `json:"expire_snapshots_after"`
+}
+
+// ClickHouse is a ClickHouse destination reached over the native protocol.
+type ClickHouse struct {
+	Addr     string `json:"addr"`               // host:port of the native protocol (usually 9000, 9440 with TLS)
+	Database string `json:"database"`           // database of targets without one (default "default")
+	Username string `json:"username"`           // default "default"
+	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_CLICKHOUSE_PASSWORD
+	TLS      bool   `json:"tls,omitempty"`
+}
+
+// Couchbase is a Couchbase destination; each target is a collection of Bucket.
+type Couchbase struct {
+	ConnStr  string `json:"connstr"` // couchbase://host or couchbases://host
+	Username string `json:"username"`
+	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_COUCHBASE_PASSWORD
+	Bucket   string `json:"bucket"`
+	Scope    string `json:"scope"` // scope of targets without one (default "_default")
+}
+
+// Plugin is an external sink process.
+type Plugin struct {
+	Address string `json:"address"` // host:port of the plugin's gRPC server
+}
+
+// Table is one replicated table.
+type Table struct {
+	// Source is the schema-qualified Postgres table, in SQL syntax: shop.orders, or
+	// shop."Order Items" for a name that needs quoting (unquoted names fold to lower case).
+	Source string `json:"source"`
+	// Target is the destination table: namespace.table (Iceberg), [database.]table (ClickHouse),
+	// [scope.]collection (Couchbase), or any dotted name a plugin understands.
+	Target string `json:"target"`
+	// Metadata lists the context columns to materialize, with their names.
+	Metadata []Metadata `json:"metadata,omitempty"`
+	// Key overrides the source's primary key (column names in SQL syntax); nil keeps it.
+	Key []string `json:"key,omitempty"`
+}
+
+// The context columns a metadata entry can materialize (its From).
+const (
+	MetaOp       = "op"        // __op: insert, update, delete or snapshot-read
+	MetaPos      = "pos"       // __pos: the change's position, 0/16B3748:12
+	MetaCommitTS = "commit_ts" // __commit_ts: commit time of the source transaction
+	MetaIngestTS = "ingest_ts" // __ingest_ts: when Sluice read the change
+	MetaSnapshot = "snapshot"  // __snapshot: whether the row came from the backfill
+	MetaPhase    = "phase"     // __phase: snapshot or stream
+)
+
+// MetadataNames returns the names a metadata entry's from can take, in context-column order.
+func MetadataNames() []string {
+	return []string{MetaOp, MetaPos, MetaCommitTS, MetaIngestTS, MetaSnapshot, MetaPhase}
+}
+
+// Metadata materializes the context column __<From> as the destination column As.
+type Metadata struct {
+	From string `json:"from"`
+	As   string `json:"as"`
+}
+
+// SourceName returns the parsed source table; ok is false when Source is not a valid
+// schema-qualified name (Validate reports it).
+func (t Table) SourceName() (name batch.TableName, ok bool) {
+	parts, err := parseQualified(t.Source)
+	if err != nil || len(parts) != 2 {
+		return batch.TableName{}, false
+	}
+	return batch.TableName{Schema: parts[0], Name: parts[1]}, true
+}
+
+// KeyColumns returns the key override as column names (quotes removed, unquoted names folded
+// to lower case), or nil when the table keeps its primary key.
+func (t Table) KeyColumns() []string {
+	if t.Key == nil {
+		return nil
+	}
+	cols := make([]string, 0, len(t.Key))
+	for _, k := range t.Key {
+		name, err := parseIdent(k)
+		if err != nil {
+			name = k
+		}
+		cols = append(cols, name)
+	}
+	return cols
+}
+
+// Table returns the configured table whose source is source (in the same SQL syntax, so
+// "Shop.Orders" finds shop.orders).
+func (c *Config) Table(source string) (Table, bool) {
+	want, ok := Table{Source: source}.SourceName()
+	if !ok {
+		return Table{}, false
+	}
+	for _, t := range c.Tables {
+		if got, ok := t.SourceName(); ok && got == want {
+			return t, true
+		}
+	}
+	return Table{}, false
+}

@@ -1,0 +1,58 @@
+package config
+
+// Defaults of the settings that have one.
+const (
+	DefaultSnapshotChunkRows    = 50000
+	DefaultTemporalAddress      = "127.0.0.1:7233"
+	DefaultTemporalNamespace    = "default"
+	DefaultTaskQueue            = "sluice"
+	DefaultBatchMaxRows         = 100000
+	DefaultBatchMaxBytes        = 64 * MiB
+	DefaultBatchMaxWait         = Duration(1e9) // 1s
+	DefaultCatalogName          = "sluice"
+	DefaultCompactEveryCommits  = 100
+	DefaultExpireSnapshotsAfter = Duration(24 * 3600 * 1e9) // 24h
+	DefaultClickHouseDatabase   = "default"
+	DefaultClickHouseUsername   = "default"
+	DefaultCouchbaseScope       = "_default"
+)
+
+// ApplyDefaults sets every unset (zero) setting that has a default. Settings that depend on
+// others follow them: the slot and publication names are derived from a valid pipeline name. It is idempotent; Validate calls it.
+func (c *Config) ApplyDefaults() {
+	s := &c.Source
+	if validPipeline(c.Pipeline) {
+		setDefault(&s.Slot, DefaultSlotName(c.Pipeline))
+		setDefault(&s.Publication, DefaultSlotName(c.Pipeline))
+	}
+	setDefault(&s.SnapshotChunkRows, DefaultSnapshotChunkRows)
+	setDefault(&c.Temporal.Address, DefaultTemporalAddress)
+	setDefault(&c.Temporal.Namespace, DefaultTemporalNamespace)
+	setDefault(&c.Temporal.TaskQueue, DefaultTaskQueue)
+	setDefault(&c.Batch.MaxRows, DefaultBatchMaxRows)
+	setDefault(&c.Batch.MaxBytes, DefaultBatchMaxBytes)
+	setDefault(&c.Batch.MaxWait, DefaultBatchMaxWait)
+	if ice := c.Sink.Iceberg; ice != nil {
+		if ice.Catalog.Type == CatalogSQL {
+			setDefault(&ice.Catalog.Dialect, DialectSQLite)
+		}
+		setDefault(&ice.Catalog.Name, DefaultCatalogName)
+		setDefault(&ice.Maintenance.CompactEveryCommits, DefaultCompactEveryCommits)
+		setDefault(&ice.Maintenance.ExpireSnapshotsAfter, DefaultExpireSnapshotsAfter)
+	}
+	if ch := c.Sink.ClickHouse; ch != nil {
+		setDefault(&ch.Database, DefaultClickHouseDatabase)
+		setDefault(&ch.Username, DefaultClickHouseUsername)
+	}
+	if cb := c.Sink.Couchbase; cb != nil {
+		setDefault(&cb.Scope, DefaultCouchbaseScope)
+	}
+}
+
+// setDefault sets *p to def when *p is the zero value.
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}

@@ -1,0 +1,139 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+func (v *validator) tables(c *Config) {
+	if len(c.Tables) == 0 {
+		v.ps.add("tables", "no tables; list at least one, such as - {source: public.orders, target: raw.orders}")
+		return
+	}
+	sources := map[string]int{}
+	targets := map[string]int{}
+	for i, t := range c.Tables {
+		p := fmt.Sprintf("tables[%d]", i)
+		if name, ok := v.tableSource(p+".source", t.Source); ok {
+			key := name[0] + "." + name[1]
+			if j, dup := sources[key]; dup {
+				v.ps.add(p+".source", "%s is already listed as tables[%d]; list each source table once", t.Source, j)
+			} else {
+				sources[key] = i
+			}
+		}
+		if target, ok := v.tableTarget(p+".target", t.Target, &c.Sink); ok {
+			if j, dup := targets[target]; dup {
+				v.ps.add(p+".target", "%s is already the target of tables[%d]; each table needs its own target", t.Target, j)
+			} else {
+				targets[target] = i
+			}
+		}
+		v.metadata(p, t.Metadata)
+		v.key(p+".key", t.Key)
+	}
+}
+
+// tableSource checks a schema-qualified source name and returns its two parts.
+func (v *validator) tableSource(path, source string) ([]string, bool) {
+	if !v.required(path, source, "set the schema-qualified Postgres table, such as public.orders") {
+		return nil, false
+	}
+	parts, err := parseQualified(source)
+	switch {
+	case err != nil:
+		v.ps.add(path, "%q is not a valid table name: %v", source, err)
+		return nil, false
+	case len(parts) == 1:
+		v.ps.add(path, "%q is not schema-qualified; write schema.table, such as public.%s", source, source)
+		return nil, false
+	case len(parts) > 2:
+		v.ps.add(path, "%q has %d parts; write schema.table (quote names that contain dots)", source, len(parts))
+		return nil, false
+	}
+	return parts, true
+}
+
+// tableTarget checks a target against the naming rules of the sink and returns it with the
+// sink's default database or scope filled in, for duplicate detection.
+func (v *validator) tableTarget(path, target string, s *Sink) (string, bool) {
+	if !v.required(path, target, "set the destination table, such as raw.orders") {
+		return "", false
+	}
+	re, minParts, maxParts, shape := identRe, 1, 0, "dotted names of letters, digits and _"
+	switch s.Type {
+	case SinkIceberg:
+		minParts, shape = 2, "namespace.table, such as raw.orders"
+	case SinkClickHouse:
+		maxParts, shape = 2, "table or database.table, of letters, digits and _"
+	case SinkCouchbase:
+		re, maxParts, shape = collectionRe, 2, "collection or scope.collection, of letters, digits, _, - and %"
+	}
+	parts, ok := targetParts(target, re)
+	if !ok || len(parts) < minParts || (maxParts > 0 && len(parts) > maxParts) {
+		v.ps.add(path, "%q is not a valid target; write %s", target, shape)
+		return "", false
+	}
+	switch {
+	case s.Type == SinkClickHouse && s.ClickHouse != nil && len(parts) == 1:
+		return s.ClickHouse.Database + "." + target, true
+	case s.Type == SinkCouchbase && s.Couchbase != nil && len(parts) == 1:
+		return s.Couchbase.Scope + "." + target, true
+	}
+	return target, true
+}
+
+// metadata checks a table's metadata entries: known context columns and unique, valid names.
+func (v *validator) metadata(tablePath string, entries []Metadata) {
+	names := map[string]int{}
+	for i, m := range entries {
+		p := fmt.Sprintf("%s.metadata[%d]", tablePath, i)
+		switch {
+		case m.From == "":
+			v.ps.add(p+".from", "missing; use one of %s", strings.Join(MetadataNames(), ", "))
+		case !slices.Contains(MetadataNames(), m.From):
+			v.ps.add(p+".from", "%q is not a context column; use one of %s", m.From, strings.Join(MetadataNames(), ", "))
+		}
+		switch {
+		case m.As == "":
+			v.ps.add(p+".as", "missing; name the destination column, such as committed_at")
+		case !identRe.MatchString(m.As):
+			v.ps.add(p+".as", "%q is not allowed; use letters, digits and _ (not starting with a digit)", m.As)
+		case strings.HasPrefix(m.As, "__"):
+			v.ps.add(p+".as", "%q starts with __, which is reserved for Sluice's context columns; choose another name", m.As)
+		default:
+			lower := strings.ToLower(m.As)
+			if j, dup := names[lower]; dup {
+				v.ps.add(p+".as", "%q is already used by %s.metadata[%d]; each metadata column needs its own name", m.As, tablePath, j)
+			} else {
+				names[lower] = i
+			}
+		}
+	}
+}
+
+// key checks a key override: nil keeps the primary key; otherwise at least one distinct column.
+func (v *validator) key(path string, key []string) {
+	if key == nil {
+		return
+	}
+	if len(key) == 0 {
+		v.ps.add(path, "empty; list the key columns, such as [id], or remove key to use the primary key")
+		return
+	}
+	seen := map[string]int{}
+	for i, k := range key {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		name, err := parseIdent(k)
+		if err != nil {
+			v.ps.add(p, "%q is not a column name: %v", k, err)
+			continue
+		}
+		if j, dup := seen[name]; dup {
+			v.ps.add(p, "%q is already listed as %s[%d]", k, path, j)
+			continue
+		}
+		seen[name] = i
+	}
+}
