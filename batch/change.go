@@ -44,8 +44,10 @@ type Change struct {
 	// Values holds the new row for insert, update and snapshot-read, and the key (other columns
 	// Null) for delete.
 	Values []Value
-	// OldKey holds the old key values when an update changed the primary key; nil otherwise. The
-	// buffer turns such an update into a delete of OldKey and an upsert of Values.
+	// OldKey holds the old key when an update changed the primary key; nil otherwise. Like
+	// Values it is in the column order of the Schema (as pgoutput sends the old tuple); only the
+	// key columns are read. Collapse turns such an update into a delete of OldKey and an upsert of
+	// Values.
 	OldKey []Value
 }
 
@@ -58,14 +60,25 @@ type TableName struct {
 // String returns schema.name.
 func (t TableName) String() string { return t.Schema + "." + t.Name }
 
-// Column describes one source column.
+// Column describes one source column. The source fills it from pg_attribute and pg_type; the
+// Arrow mapping (ArrowSchema) reads TypeOID, TypeMod, Category and, for arrays, ElemOID and
+// ElemCategory.
 type Column struct {
 	Name     string `json:"name"`
-	TypeOID  uint32 `json:"type_oid"`
+	TypeOID  uint32 `json:"type_oid"`  // for a domain, the OID of its base type (pg_type.typbasetype)
 	TypeName string `json:"type_name"` // format_type() output, e.g. numeric(12,2), text[]
-	TypeMod  int32  `json:"type_mod"`
+	TypeMod  int32  `json:"type_mod"`  // atttypmod; -1 when unconstrained
 	NotNull  bool   `json:"not_null"`
 	Key      bool   `json:"key"` // part of the primary key (or the configured key)
+
+	// Category is pg_type.typcategory of the column's type ("E" enum, "A" array, "N" numeric,
+	// ...). Enums and arrays of enums have no fixed OID: the mapping recognizes them by category.
+	Category string `json:"category,omitempty"`
+	// ElemOID is pg_type.typelem of an array type (its element type), 0 otherwise. Needed for
+	// arrays whose OID is not a built-in one (arrays of enums).
+	ElemOID uint32 `json:"elem_oid,omitempty"`
+	// ElemCategory is pg_type.typcategory of the element type of an array, empty otherwise.
+	ElemCategory string `json:"elem_category,omitempty"`
 }
 
 // Schema describes one source table as the stream and the snapshot see it.

@@ -45,7 +45,30 @@ func (p Position) IsZero() bool { return p.LSN == 0 && p.Seq == 0 }
 
 // String formats the position as Postgres prints an LSN, then the sequence: 0/16B3748:12.
 func (p Position) String() string {
-	return fmt.Sprintf("%X/%X:%d", p.LSN>>32, uint32(p.LSN), p.Seq)
+	b, _ := p.AppendText(make([]byte, 0, 24))
+	return string(b)
+}
+
+// AppendText appends the String form of p to b (encoding.TextAppender); it never fails.
+func (p Position) AppendText(b []byte) ([]byte, error) {
+	b = AppendLSN(b, p.LSN)
+	b = append(b, ':')
+	return strconv.AppendUint(b, uint64(p.Seq), 10), nil
+}
+
+// AppendLSN appends an LSN as Postgres prints it (0/16B3748) to b.
+func AppendLSN(b []byte, lsn uint64) []byte {
+	start := len(b)
+	b = strconv.AppendUint(b, lsn>>32, 16)
+	b = append(b, '/')
+	b = strconv.AppendUint(b, uint64(uint32(lsn)), 16)
+	// Postgres prints upper-case hex digits.
+	for i := start; i < len(b); i++ {
+		if b[i] >= 'a' && b[i] <= 'f' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return b
 }
 
 // ParsePosition parses the String form of a position.
@@ -98,4 +121,26 @@ func (a SourcePosition) Compare(b SourcePosition) (int, error) {
 // String formats the source position as source@position.
 func (a SourcePosition) String() string {
 	return a.Source.String() + "@" + a.Position.String()
+}
+
+// ParseSourcePosition parses the String form of a source position,
+// system_id/timeline/slot@0/16B3748:12.
+func ParseSourcePosition(s string) (SourcePosition, error) {
+	src, pos, ok := strings.Cut(s, "@")
+	if !ok {
+		return SourcePosition{}, fmt.Errorf("parsing source position %q: want system_id/timeline/slot@LSN:sequence", s)
+	}
+	parts := strings.SplitN(src, "/", 3)
+	if len(parts) != 3 {
+		return SourcePosition{}, fmt.Errorf("parsing source position %q: source wants system_id/timeline/slot", s)
+	}
+	tl, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil {
+		return SourcePosition{}, fmt.Errorf("parsing timeline of source position %q: %w", s, err)
+	}
+	p, err := ParsePosition(pos)
+	if err != nil {
+		return SourcePosition{}, fmt.Errorf("parsing source position %q: %w", s, err)
+	}
+	return SourcePosition{Source: SourceID{SystemID: parts[0], Timeline: int32(tl), Slot: parts[2]}, Position: p}, nil
 }
