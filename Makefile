@@ -1,0 +1,38 @@
+# Sluice's developer entry points. Every target installs and starts what it needs.
+#   make demo   the embedded default: local Postgres, Temporal dev server, a worker and a sample
+#               pipeline into a local Iceberg warehouse, results shown
+#   make test   every test, against real services started by cmd/devstack
+#   make stop   stop the services devstack started
+SHELL := /bin/bash
+GO ?= go
+export SLUICE_CACHE ?= $(HOME)/.cache/sluice
+TEST_TIMEOUT ?= 45m
+WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+
+.PHONY: tools services test vet workflowcheck demo stop status bench
+
+tools:
+	@scripts/install-tools.sh all
+
+services: tools
+	@$(GO) run ./cmd/devstack start
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+workflowcheck:
+	@if [ -d workflows ]; then $(GO) run $(WORKFLOWCHECK) ./workflows/...; fi
+
+test: tools vet workflowcheck
+	@$(GO) run ./cmd/devstack start
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+demo: tools
+	@scripts/demo.sh
+
+stop:
+	@$(GO) run ./cmd/devstack stop
+
+status:
+	@$(GO) run ./cmd/devstack status
