@@ -1,0 +1,90 @@
+package devstack
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestGocavesConnstr(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, log, want string
+		wantErr         bool
+	}{
+		{name: "printed", log: "starting\n{\"connstr\":\"couchbase://127.0.0.1:1234,127.0.0.1:1235\"}\nPACKET ...\n",
+			want: "couchbase://127.0.0.1:1234,127.0.0.1:1235"},
+		{name: "prefixed by a timestamp", log: `2026/11/30 {"connstr":"couchbase://127.0.0.1:9"}` + "\n", want: "couchbase://127.0.0.1:9"},
+		{name: "not yet", log: "starting\n", wantErr: true},
+		{name: "empty value", log: `{"connstr":""}` + "\n", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := filepath.Join(t.TempDir(), "gocaves.log")
+			if err := os.WriteFile(p, []byte(tc.log), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := gocavesConnstr(p)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("got %q, %v; want %q (error %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestMissingToolSaysHowToInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	s, err := New(t.TempDir(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Ensure(context.Background(), ServiceTemporal)
+	if err == nil || !strings.Contains(err.Error(), "temporal is not installed") || !strings.Contains(err.Error(), "make tools") {
+		t.Fatalf("got %v, want an error naming the tool and `make tools`", err)
+	}
+	if _, err := s.Ensure(context.Background(), "mysql"); err == nil || !strings.Contains(err.Error(), "unknown service") {
+		t.Fatalf("got %v, want unknown service", err)
+	}
+}
+
+// TestEnsureIsIdempotentAndStopStopsByPID starts a private PostgreSQL in its own stack
+// directory, checks that a second Ensure reuses it, and that Stop ends the recorded process.
+func TestEnsureIsIdempotentAndStopStopsByPID(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := New(filepath.Join(t.TempDir(), "stack"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	first, err := s.Ensure(ctx, ServicePostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := postgresReady(ctx, first); err != nil {
+		t.Fatalf("started server not ready: %v", err)
+	}
+	second, err := s.Ensure(ctx, ServicePostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.PID != first.PID || second.Addr != first.Addr {
+		t.Fatalf("second Ensure started another server: %+v then %+v", first, second)
+	}
+	if up := s.Status()[ServicePostgres]; !up {
+		t.Fatal("status does not show postgres running")
+	}
+	if err := s.Stop(ctx, ServicePostgres); err != nil {
+		t.Fatal(err)
+	}
+	if alive(first.PID) {
+		t.Fatalf("pid %d still alive after Stop", first.PID)
+	}
+	if _, err := s.Info(ServicePostgres); !os.IsNotExist(err) {
+		t.Fatalf("state file left after Stop: %v", err)
+	}
+}
