@@ -1,0 +1,300 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// plan is what one batch does to its table.
+type plan struct {
+	upsert  []bool // rows written to the data file (every operation but delete)
+	delKey  []bool // rows whose key goes to the equality delete file
+	upserts int
+	deletes int
+}
+
+// Apply commits b as one snapshot: an equality delete file with the key of every row that may
+// replace or delete an existing row, a data file with the upserted rows, and b.Hi in the snapshot
+// summary and the table properties. The commit requires the branch head Apply read, so a
+// concurrent writer makes it fail (transiently) instead of interleaving. A batch whose Hi the
+// table already holds is skipped, so a replayed Apply cannot move the position back.
+//
+// Snapshot-phase rows (snapshot-read) are appended without deletes unless their keys may already
+// be in the table. That is decided from the table itself, not from the caller's bookkeeping: the
+// scan planner is asked for live data files whose key column statistics overlap the batch's key
+// range. Backfill chunks follow the primary key, so chunks after the first one normally find none
+// and append; an earlier attempt of the same chunk, or live events already applied, make them
+// overlap and the rows take the upsert path. Rows of any other operation always take it.
+func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
+	ident, err := identifier(b.Spec.Target)
+	if err != nil {
+		return err
+	}
+	name := tableName(b.Spec)
+	tbl, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return sinks.Poisonf("table %s: iceberg table %s does not exist (dropped while the pipeline ran?); "+
+			"resume the table so it is created again", name, b.Spec.Target)
+	}
+	if err != nil {
+		return fmt.Errorf("loading iceberg table %s: %w", b.Spec.Target, err)
+	}
+	if done, err := s.covered(ctx, tbl, b); done || err != nil {
+		return err
+	}
+
+	l, err := newLayout(b.Spec, b.Record.Schema())
+	if err != nil {
+		return err
+	}
+	if err := checkTableMatches(l, tbl.Schema(), b.Spec.Target); err != nil {
+		return err
+	}
+	if err := checkKeysNotNull(b.Record, l); err != nil {
+		return err
+	}
+	ops, err := readOps(b.Record, name)
+	if err != nil {
+		return err
+	}
+	p, err := s.plan(ctx, tbl, b, l, ops)
+	if err != nil {
+		return err
+	}
+	if err := s.commit(ctx, tbl, b, l, p); err != nil {
+		return err
+	}
+	s.log.DebugContext(ctx, "committed batch", "table", name, "position", b.Hi.String(),
+		"upserts", p.upserts, "deletes", p.deletes, "phase", string(b.Phase))
+	return nil
+}
+
+// covered reports whether tbl already holds b.Hi. Positions of another source are poison: their
+// order is undefined and the table belongs to another stream.
+func (s *Sink) covered(ctx context.Context, tbl *table.Table, b sinks.Batch) (bool, error) {
+	committed, ok, err := tablePosition(tbl)
+	if err != nil || !ok {
+		return false, err
+	}
+	c, err := committed.Compare(b.Hi)
+	if err != nil {
+		return false, sinks.Poisonf("table %s: iceberg table %s holds position %s of another source than "+
+			"batch %s: %w; the table was replicated from another cluster or slot: discard it and resync",
+			tableName(b.Spec), b.Spec.Target, committed, b.Hi, err)
+	}
+	if c >= 0 {
+		s.log.InfoContext(ctx, "batch already committed, skipping", "table", tableName(b.Spec),
+			"position", b.Hi.String(), "committed", committed.String())
+		return true, nil
+	}
+	return false, nil
+}
+
+// checkTableMatches makes sure every column of the batch exists in the table with the same type.
+func checkTableMatches(l layout, sc *iceberg.Schema, target string) error {
+	for _, c := range l.cols {
+		f, ok := sc.FindFieldByName(c.name)
+		if !ok {
+			return sinks.Poisonf("table %s: iceberg table %s has no column %s; the table was not evolved "+
+				"for this batch (EnsureTable), resume the table to evolve it", l.table, target, c.name)
+		}
+		t, err := l.icebergType(c)
+		if err != nil {
+			return err
+		}
+		if t.String() != f.Type.String() {
+			return sinks.Poisonf("table %s column %s: the batch carries %s but iceberg table %s has %s; "+
+				"the sink does not change column types: alter the Iceberg column or recreate the table",
+				l.table, c.name, t, target, f.Type)
+		}
+	}
+	return nil
+}
+
+// plan decides which rows are written and which keys are deleted.
+func (s *Sink) plan(ctx context.Context, tbl *table.Table, b sinks.Batch, l layout, ops []batch.Op) (plan, error) {
+	n := len(ops)
+	p := plan{upsert: make([]bool, n), delKey: make([]bool, n)}
+	snapRows := make([]bool, n)
+	anySnap := false
+	for i, op := range ops {
+		p.upsert[i] = op != batch.OpDelete
+		if b.Phase == sinks.PhaseSnapshot && op == batch.OpSnapshot {
+			snapRows[i], anySnap = true, true
+		} else {
+			p.delKey[i] = true
+		}
+	}
+	if anySnap {
+		present, err := keysMayExist(ctx, tbl, b.Record, snapRows, l.keyCols()[0])
+		if err != nil {
+			return plan{}, fmt.Errorf("table %s: checking whether snapshot keys are present: %w", l.table, err)
+		}
+		if present {
+			for i := range snapRows {
+				p.delKey[i] = p.delKey[i] || snapRows[i]
+			}
+		}
+	}
+	for i := range n {
+		if p.upsert[i] {
+			p.upserts++
+		}
+		if p.delKey[i] {
+			p.deletes++
+		}
+	}
+	return p, nil
+}
+
+// keysMayExist asks the scan planner for live data files whose statistics for key column c overlap
+// the selected rows' range. Without a usable range it answers yes whenever the table has data.
+func keysMayExist(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch, rows []bool, c outCol) (bool, error) {
+	if tbl.CurrentSnapshot() == nil {
+		return false, nil
+	}
+	opts := []table.ScanOption{}
+	if filter, ok := keyRange(rec, rows, c); ok {
+		opts = append(opts, table.WithRowFilter(filter))
+	}
+	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
+	if err != nil {
+		return false, fmt.Errorf("planning files: %w", err)
+	}
+	return len(tasks) > 0, nil
+}
+
+// commit writes the files and commits them with the position in one transaction pinned to the
+// branch head tbl was loaded at.
+func (s *Sink) commit(ctx context.Context, tbl *table.Table, b sinks.Batch, l layout, p plan) error {
+	pos, err := encodePosition(b.Hi)
+	if err != nil {
+		return err
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return fmt.Errorf("pinning the branch head of %s: %w", b.Spec.Target, err)
+	}
+	var written []iceberg.DataFile
+	dataFiles, err := s.writeData(ctx, tbl, b, l, p)
+	written = append(written, dataFiles...)
+	if err != nil {
+		s.removeFiles(ctx, tbl, written)
+		return err
+	}
+	delFiles, err := s.writeDeletes(ctx, tx, tbl, b, l, p)
+	written = append(written, delFiles...)
+	if err != nil {
+		s.removeFiles(ctx, tbl, written)
+		return err
+	}
+
+	summary := iceberg.Properties{positionKey: pos, phaseKey: string(b.Phase)}
+	if len(written) == 0 {
+		// Nothing to write (an empty or fully trimmed batch): an empty append still moves the
+		// branch head, so the position is in a summary like any other.
+		err = tx.AddFiles(ctx, nil, summary, false)
+	} else {
+		err = tx.NewRowDelta(summary).AddRows(dataFiles...).AddDeletes(delFiles...).Commit(ctx)
+	}
+	if err == nil {
+		err = tx.SetProperties(iceberg.Properties{positionKey: pos})
+	}
+	if err != nil {
+		s.removeFiles(ctx, tbl, written)
+		return classifyCommit(fmt.Errorf("staging the commit of %s at %s: %w", b.Spec.Target, b.Hi, err))
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		if errors.Is(err, table.ErrCommitFailed) {
+			// A clean conflict: nothing was committed, the files are orphans.
+			s.removeFiles(ctx, tbl, written)
+		}
+		return classifyCommit(fmt.Errorf("committing %s at %s: %w", b.Spec.Target, b.Hi, err))
+	}
+	return nil
+}
+
+func (s *Sink) writeData(ctx context.Context, tbl *table.Table, b sinks.Batch, l layout, p plan) ([]iceberg.DataFile, error) {
+	if p.upserts == 0 {
+		return nil, nil
+	}
+	rec, err := project(ctx, b.Record, p.upsert, l.cols, tbl.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", l.table, err)
+	}
+	defer rec.Release()
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, rec.Schema(), one(rec)) {
+		if err != nil {
+			return files, classifyWrite(fmt.Errorf("table %s: writing data file: %w", l.table, err))
+		}
+		files = append(files, df)
+	}
+	return files, nil
+}
+
+func (s *Sink) writeDeletes(ctx context.Context, tx *table.Transaction, tbl *table.Table, b sinks.Batch, l layout, p plan) ([]iceberg.DataFile, error) {
+	if p.deletes == 0 {
+		return nil, nil
+	}
+	keys := l.keyCols()
+	rec, err := project(ctx, b.Record, p.delKey, keys, tbl.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", l.table, err)
+	}
+	defer rec.Release()
+	ids := make([]int, len(keys))
+	for i, k := range keys {
+		f, _ := tbl.Schema().FindFieldByName(k.name)
+		ids[i] = f.ID
+	}
+	files, err := tx.WriteEqualityDeletes(ctx, ids, one(rec))
+	if err != nil {
+		return files, classifyWrite(fmt.Errorf("table %s: writing equality delete file: %w", l.table, err))
+	}
+	return files, nil
+}
+
+// removeFiles deletes files written for a commit that did not happen. Failing to is harmless
+// (orphans, removed by orphan cleanup), so it only logs.
+func (s *Sink) removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {
+	if len(files) == 0 {
+		return
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		s.log.WarnContext(ctx, "cannot remove uncommitted files", "error", err)
+		return
+	}
+	for _, f := range files {
+		if err := fs.Remove(f.FilePath()); err != nil {
+			s.log.WarnContext(ctx, "cannot remove uncommitted file", "file", f.FilePath(), "error", err)
+		}
+	}
+}
+
+// classifyWrite marks schema errors of the writers as poison; I/O errors stay transient.
+func classifyWrite(err error) error {
+	if errors.Is(err, iceberg.ErrInvalidSchema) || errors.Is(err, iceberg.ErrType) {
+		return sinks.Poison(err)
+	}
+	return err
+}
+
+// classifyCommit leaves conflicts ("branch main has changed", table.ErrCommitFailed) and catalog
+// or network failures transient; the retry reloads the table and re-checks the position.
+func classifyCommit(err error) error {
+	if errors.Is(err, iceberg.ErrInvalidSchema) {
+		return sinks.Poison(err)
+	}
+	return err
+}

@@ -1,0 +1,23 @@
+// Package iceberg is the Apache Iceberg sink: the last step of the data path for tables replicated
+// into an Iceberg catalog (SQL on sqlite or PostgreSQL, or REST) with a local or S3 warehouse.
+//
+// Every batch becomes one merge-on-read commit (a RowDelta): an equality delete file holding the
+// key of every row the batch changes or deletes, and one data file holding the last image of each
+// upserted key. Copy-on-write deletes and overwrites are never used: on tables that already carry
+// delete files they bring deleted rows back (iceberg-go issue #2042).
+//
+// The committed position (the batch's high watermark, a batch.SourcePosition as JSON) is written in
+// the same commit as the data, twice: in the snapshot summary and in the table properties. Position
+// reads the summary of the newest snapshot that carries it, walking back past snapshots written by
+// maintenance (compaction, manifest rewrites), and falls back to the table property when expiry
+// has removed those ancestors. The commit is a compare-and-swap on the branch head, so two writers
+// of one table cannot both advance it from the same base.
+//
+// Tables are unpartitioned unless Config.PartitionBuckets asks for bucket(N) on the first key
+// column. Partitioning on anything but a key transform is not offered: an equality delete only
+// reaches data files of its own partition, and an update that moved a row to another partition
+// would leave the old image visible because the sink only knows the new one.
+//
+// Maintain compacts small data files and dead delete files, rewrites manifests and expires
+// snapshots while keeping the position readable; the maintenance workflow calls it on a schedule.
+package iceberg

@@ -1,0 +1,182 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/compaction"
+)
+
+// MaintenanceOptions tune Maintain.
+type MaintenanceOptions struct {
+	// TargetFileSizeBytes is the size compacted data files aim for; zero means the sink's
+	// target_file_size_bytes. Files under 75% of it are compaction candidates.
+	TargetFileSizeBytes int64
+	// MinInputFiles is the fewest small files worth a rewrite; zero means 5.
+	MinInputFiles uint
+	// DeleteFileThreshold rewrites a data file of any size once this many delete files apply to
+	// it; zero means 5.
+	DeleteFileThreshold int
+	// RetainSnapshots is the fewest snapshots kept on the main branch; zero means 10. Expiry also
+	// always keeps every snapshot back to the newest one whose summary carries the position.
+	RetainSnapshots int
+	// MaxSnapshotAge: snapshots beyond RetainSnapshots that are older than this are expired, and
+	// their unreferenced files deleted. Zero expires them regardless of age.
+	MaxSnapshotAge time.Duration
+}
+
+// DefaultMaintenanceOptions are the settings the scheduled maintenance uses unless configured:
+// snapshots are kept for an hour so running readers are not cut off.
+func DefaultMaintenanceOptions() MaintenanceOptions {
+	return MaintenanceOptions{RetainSnapshots: 10, MaxSnapshotAge: time.Hour}
+}
+
+// MaintenanceResult says what Maintain did.
+type MaintenanceResult struct {
+	RemovedDataFiles    int // data files compacted away
+	AddedDataFiles      int // data files compaction wrote
+	RemovedDeleteFiles  int // equality and position delete files no longer needed
+	RewrittenManifests  int // manifests replaced by the manifest rewrite
+	AddedManifests      int // manifests the rewrite wrote
+	ExpiredSnapshots    int // snapshots removed from the metadata
+	CompactionConflicts int // steps skipped because a batch was committed meanwhile
+}
+
+// Maintain compacts the target table's small data files (applying and dropping the delete files
+// that no longer match anything), rewrites its manifests and expires old snapshots. Each step is
+// its own commit pinned to the branch head it read: a batch committed meanwhile makes that step
+// fail cleanly (counted in CompactionConflicts, done on the next run) instead of racing it. The
+// committed position stays readable: compaction and manifest snapshots carry none, and expiry
+// keeps every snapshot back to the newest one that does (Position walks back to it), besides the
+// table property. Safe to run at any time; it never changes the visible rows.
+func (s *Sink) Maintain(ctx context.Context, target string, opts MaintenanceOptions) (MaintenanceResult, error) {
+	var res MaintenanceResult
+	ident, err := identifier(target)
+	if err != nil {
+		return res, err
+	}
+	if opts.TargetFileSizeBytes <= 0 {
+		opts.TargetFileSizeBytes = s.cfg.TargetFileSizeBytes
+	}
+	if opts.RetainSnapshots <= 0 {
+		opts.RetainSnapshots = 10
+	}
+	steps := []func(context.Context, *table.Table, MaintenanceOptions, *MaintenanceResult) error{
+		s.compact, s.rewriteManifests, s.expire,
+	}
+	for _, step := range steps {
+		tbl, err := s.cat.LoadTable(ctx, ident)
+		if err != nil {
+			return res, fmt.Errorf("loading iceberg table %s: %w", target, err)
+		}
+		if tbl.CurrentSnapshot() == nil {
+			return res, nil
+		}
+		err = step(ctx, tbl, opts, &res)
+		if errors.Is(err, table.ErrCommitFailed) {
+			res.CompactionConflicts++
+			s.log.InfoContext(ctx, "maintenance step raced a commit; it runs again next time", "target", target, "error", err)
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("maintaining iceberg table %s: %w", target, err)
+		}
+	}
+	s.log.InfoContext(ctx, "maintained iceberg table", "target", target,
+		"removed_data_files", res.RemovedDataFiles, "added_data_files", res.AddedDataFiles,
+		"removed_delete_files", res.RemovedDeleteFiles, "rewritten_manifests", res.RewrittenManifests,
+		"expired_snapshots", res.ExpiredSnapshots)
+	return res, nil
+}
+
+func (s *Sink) compact(ctx context.Context, tbl *table.Table, opts MaintenanceOptions, res *MaintenanceResult) error {
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = opts.TargetFileSizeBytes
+	cfg.MinFileSizeBytes = opts.TargetFileSizeBytes * 3 / 4
+	cfg.MaxFileSizeBytes = opts.TargetFileSizeBytes * 9 / 5
+	if opts.MinInputFiles > 0 {
+		cfg.MinInputFiles = opts.MinInputFiles
+	}
+	if opts.DeleteFileThreshold > 0 {
+		cfg.DeleteFileThreshold = opts.DeleteFileThreshold
+	}
+	plan, err := compaction.Analyze(ctx, tbl, cfg)
+	if err != nil {
+		return fmt.Errorf("planning compaction: %w", err)
+	}
+	if len(plan.Groups) == 0 {
+		return nil
+	}
+	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
+	rewritten := map[string]struct{}{}
+	for i, g := range plan.Groups {
+		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
+		for _, t := range g.Tasks {
+			rewritten[t.File.FilePath()] = struct{}{}
+		}
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("opening the table's file system: %w", err)
+	}
+	dead, err := compaction.CollectDeadEqualityDeletesWithSpecs(ctx, fs, tbl.Metadata(), tbl.CurrentSnapshot(), rewritten)
+	if err != nil {
+		return fmt.Errorf("finding dead equality deletes: %w", err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return fmt.Errorf("pinning the branch head: %w", err)
+	}
+	out, err := tx.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{
+		ExtraDeleteFilesToRemove: dead,
+		GroupOptions:             []table.CompactionGroupOption{table.WithCompactionTargetFileSize(opts.TargetFileSizeBytes)},
+	})
+	if err != nil {
+		return fmt.Errorf("rewriting data files: %w", err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("committing compaction: %w", err)
+	}
+	res.RemovedDataFiles += out.RemovedDataFiles
+	res.AddedDataFiles += out.AddedDataFiles
+	res.RemovedDeleteFiles += out.RemovedEqualityDeleteFiles + out.RemovedPositionDeleteFiles + out.RemovedDeletionVectorFiles
+	return nil
+}
+
+func (s *Sink) rewriteManifests(ctx context.Context, tbl *table.Table, _ MaintenanceOptions, res *MaintenanceResult) error {
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return fmt.Errorf("pinning the branch head: %w", err)
+	}
+	out, err := tx.RewriteManifests(ctx)
+	if err != nil {
+		return fmt.Errorf("rewriting manifests: %w", err)
+	}
+	if out.IsNoOp() {
+		return nil
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("committing the manifest rewrite: %w", err)
+	}
+	res.RewrittenManifests += len(out.RewrittenManifests)
+	res.AddedManifests += len(out.AddedManifests)
+	return nil
+}
+
+func (s *Sink) expire(ctx context.Context, tbl *table.Table, opts MaintenanceOptions, res *MaintenanceResult) error {
+	retain := max(opts.RetainSnapshots, positionDepth(tbl))
+	before := len(tbl.Metadata().Snapshots())
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(retain), table.WithOlderThan(opts.MaxSnapshotAge)); err != nil {
+		return fmt.Errorf("expiring snapshots: %w", err)
+	}
+	after, err := tx.Commit(ctx)
+	if err != nil {
+		return fmt.Errorf("committing snapshot expiry: %w", err)
+	}
+	res.ExpiredSnapshots += before - len(after.Metadata().Snapshots())
+	return nil
+}

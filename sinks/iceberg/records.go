@@ -1,0 +1,180 @@
+package iceberg
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// readOps returns each row's operation from the __op column, which may carry the names
+// (insert, update, delete, snapshot-read) or the numeric batch.Op values.
+func readOps(rec arrow.RecordBatch, tbl string) ([]batch.Op, error) {
+	idx := rec.Schema().FieldIndices(opColumn)
+	if len(idx) != 1 {
+		return nil, sinks.Poisonf("table %s: the batch has no %s column", tbl, opColumn)
+	}
+	col := rec.Column(idx[0])
+	ops := make([]batch.Op, col.Len())
+	byName := map[string]batch.Op{}
+	for _, o := range []batch.Op{batch.OpInsert, batch.OpUpdate, batch.OpDelete, batch.OpSnapshot} {
+		byName[o.String()] = o
+	}
+	fromName := func(i int, s string) error {
+		o, ok := byName[s]
+		if !ok {
+			return sinks.Poisonf("table %s: row %d has unknown operation %q in %s", tbl, i, s, opColumn)
+		}
+		ops[i] = o
+		return nil
+	}
+	for i := range ops {
+		if col.IsNull(i) {
+			return nil, sinks.Poisonf("table %s: row %d has a NULL %s", tbl, i, opColumn)
+		}
+		var err error
+		switch c := col.(type) {
+		case *array.String:
+			err = fromName(i, c.Value(i))
+		case *array.LargeString:
+			err = fromName(i, c.Value(i))
+		case *array.Dictionary:
+			s, ok := c.Dictionary().(*array.String)
+			if !ok {
+				return nil, sinks.Poisonf("table %s: %s is a dictionary of %s, want strings", tbl, opColumn, c.Dictionary().DataType())
+			}
+			err = fromName(i, s.Value(c.GetValueIndex(i)))
+		case *array.Uint8:
+			ops[i] = batch.Op(c.Value(i))
+		case *array.Int8:
+			ops[i] = batch.Op(c.Value(i))
+		case *array.Int16:
+			ops[i] = batch.Op(c.Value(i))
+		case *array.Int32:
+			ops[i] = batch.Op(c.Value(i))
+		default:
+			return nil, sinks.Poisonf("table %s: %s has type %s, want a string or an integer", tbl, opColumn, col.DataType())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ops[i] < batch.OpInsert || ops[i] > batch.OpSnapshot {
+			return nil, sinks.Poisonf("table %s: row %d has unknown operation %d in %s", tbl, i, ops[i], opColumn)
+		}
+	}
+	return ops, nil
+}
+
+// project returns the rows of rec selected by keep, with the columns cols named and numbered as in
+// the Iceberg schema sc. The caller releases the result.
+func project(ctx context.Context, rec arrow.RecordBatch, keep []bool, cols []outCol, sc *iceberg.Schema) (arrow.RecordBatch, error) {
+	fields := make([]arrow.Field, len(cols))
+	arrs := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		f, err := withFieldIDs(c, sc)
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = f
+		arrs[i] = rec.Column(rec.Schema().FieldIndices(c.src)[0])
+	}
+	all := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
+	defer all.Release()
+
+	b := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(keep, nil)
+	mask := b.NewBooleanArray()
+	defer mask.Release()
+	out, err := compute.FilterRecordBatch(ctx, all, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("selecting rows: %w", err)
+	}
+	return out, nil
+}
+
+// one yields a single record batch. WriteRecords releases what it consumes, so it gets its own
+// reference.
+func one(rec arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		rec.Retain()
+		yield(rec, nil)
+	}
+}
+
+// checkKeysNotNull rejects rows whose key columns are NULL: they cannot be upserted or deleted.
+func checkKeysNotNull(rec arrow.RecordBatch, l layout) error {
+	for _, c := range l.keyCols() {
+		col := rec.Column(rec.Schema().FieldIndices(c.src)[0])
+		if n := col.NullN(); n > 0 {
+			return sinks.Poisonf("table %s: %d row(s) have a NULL key column %s; key columns must be set "+
+				"on every row (check the table's replica identity and key configuration)", l.table, n, c.name)
+		}
+	}
+	return nil
+}
+
+// keyRange returns a filter matching every value of column c between the smallest and the largest
+// value among the selected rows; ok is false for key types it cannot express (the caller then
+// assumes the keys may be present).
+func keyRange(rec arrow.RecordBatch, keep []bool, c outCol) (iceberg.BooleanExpression, bool) {
+	col := rec.Column(rec.Schema().FieldIndices(c.src)[0])
+	ref := iceberg.Reference(c.name)
+	switch a := col.(type) {
+	case *array.Int16:
+		lo, hi, ok := minMax(keep, a.Value)
+		return between(ref, int32(lo), int32(hi)), ok
+	case *array.Int32:
+		lo, hi, ok := minMax(keep, a.Value)
+		return between(ref, lo, hi), ok
+	case *array.Int64:
+		lo, hi, ok := minMax(keep, a.Value)
+		return between(ref, lo, hi), ok
+	case *array.String:
+		lo, hi, ok := minMax(keep, a.Value)
+		return between(ref, lo, hi), ok
+	case *array.LargeString:
+		lo, hi, ok := minMax(keep, a.Value)
+		return between(ref, lo, hi), ok
+	case *array.Date32:
+		lo, hi, ok := minMax(keep, func(i int) int32 { return int32(a.Value(i)) })
+		return between(ref, iceberg.Date(lo), iceberg.Date(hi)), ok
+	case *array.Timestamp:
+		if a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return nil, false
+		}
+		lo, hi, ok := minMax(keep, func(i int) int64 { return int64(a.Value(i)) })
+		return between(ref, iceberg.Timestamp(lo), iceberg.Timestamp(hi)), ok
+	}
+	return nil, false
+}
+
+func between[T iceberg.LiteralType](ref iceberg.Reference, lo, hi T) iceberg.BooleanExpression {
+	return iceberg.NewAnd(iceberg.GreaterThanEqual(ref, lo), iceberg.LessThanEqual(ref, hi))
+}
+
+func minMax[T cmp.Ordered](keep []bool, value func(int) T) (lo, hi T, ok bool) {
+	for i, k := range keep {
+		if !k {
+			continue
+		}
+		v := value(i)
+		if !ok || v < lo {
+			lo = v
+		}
+		if !ok || v > hi {
+			hi = v
+		}
+		ok = true
+	}
+	return lo, hi, ok
+}

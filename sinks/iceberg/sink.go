@@ -1,0 +1,190 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// ArrowSchemaFunc maps a source table's schema to the Arrow schema of its batch records: the
+// table's columns in order, then the context columns (__op, __pos, ...).
+type ArrowSchemaFunc func(batch.Schema) (*arrow.Schema, error)
+
+// Options are the sink's dependencies.
+type Options struct {
+	// Logger receives the sink's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// ArrowSchema maps source schemas to batch records' Arrow schemas; nil means batch.ArrowSchema.
+	// EnsureTable needs it to create and evolve tables before any record exists.
+	ArrowSchema ArrowSchemaFunc
+}
+
+// Sink writes batches into Iceberg tables of one catalog. It is safe for concurrent use by
+// different tables.
+type Sink struct {
+	cfg         Config
+	cat         catalog.Catalog
+	log         *slog.Logger
+	arrowSchema ArrowSchemaFunc
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New validates cfg and connects to its catalog. The caller closes the sink.
+func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.ArrowSchema == nil {
+		opts.ArrowSchema = batch.ArrowSchema
+	}
+	cfg = cfg.withDefaults()
+	cat, err := openCatalog(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema}, nil
+}
+
+// Catalog returns the sink's catalog, for maintenance and tests.
+func (s *Sink) Catalog() catalog.Catalog { return s.cat }
+
+// Close releases the catalog's connections.
+func (s *Sink) Close(context.Context) error {
+	if c, ok := s.cat.(catalog.Closer); ok {
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("closing the iceberg catalog: %w", err)
+		}
+	}
+	return nil
+}
+
+// tableProps are the properties of every table the sink creates: format v2, merge-on-read for
+// every engine that writes the table too, and snapshot expiry left to Maintain.
+func (s *Sink) tableProps() iceberg.Properties {
+	return iceberg.Properties{
+		table.PropertyFormatVersion:      "2",
+		"write.delete.mode":              "merge-on-read",
+		"write.update.mode":              "merge-on-read",
+		"write.merge.mode":               "merge-on-read",
+		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(s.cfg.TargetFileSizeBytes, 10),
+		"sluice.managed":                 "true",
+	}
+}
+
+// EnsureTable creates the target table (and its namespace) when missing and adds new columns to
+// an existing one. Changed types, dropped columns and a changed key are poison. Idempotent.
+func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
+	ident, err := identifier(spec.Target)
+	if err != nil {
+		return err
+	}
+	rec, err := s.arrowSchema(spec.Schema)
+	if err != nil {
+		return sinks.Poisonf("table %s: mapping the schema to Arrow: %w", tableName(spec), err)
+	}
+	l, err := newLayout(spec, rec)
+	if err != nil {
+		return err
+	}
+	tbl, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return s.createTable(ctx, ident, l)
+	}
+	if err != nil {
+		return fmt.Errorf("loading iceberg table %s: %w", spec.Target, err)
+	}
+	return s.evolve(ctx, tbl, spec.Target, l)
+}
+
+func (s *Sink) createTable(ctx context.Context, ident table.Identifier, l layout) error {
+	sc, err := l.icebergSchema()
+	if err != nil {
+		return err
+	}
+	ns := catalog.NamespaceFromIdent(ident)
+	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("creating iceberg namespace %v: %w", ns, err)
+	}
+	opts := []catalog.CreateTableOpt{catalog.WithProperties(s.tableProps())}
+	if n := s.cfg.PartitionBuckets; n > 0 {
+		key := l.keyCols()[0]
+		f, _ := sc.FindFieldByName(key.name)
+		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{
+			SourceIDs: []int{f.ID}, FieldID: 1000, Name: key.name + "_bucket",
+			Transform: iceberg.BucketTransform{NumBuckets: n},
+		})
+		opts = append(opts, catalog.WithPartitionSpec(&spec))
+	}
+	_, err = s.cat.CreateTable(ctx, ident, sc, opts...)
+	switch {
+	case errors.Is(err, catalog.ErrTableAlreadyExists):
+		// Created concurrently: check it like an existing table.
+		tbl, err := s.cat.LoadTable(ctx, ident)
+		if err != nil {
+			return fmt.Errorf("loading iceberg table %v: %w", ident, err)
+		}
+		return s.evolve(ctx, tbl, fmt.Sprint(ident), l)
+	case err != nil:
+		return fmt.Errorf("creating iceberg table %v: %w", ident, err)
+	}
+	s.log.InfoContext(ctx, "created iceberg table", "table", l.table, "target", ident)
+	return nil
+}
+
+// evolve adds the layout's new columns to tbl; other differences are poison.
+func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l layout) error {
+	add, err := l.schemaDiff(target, tbl.Schema())
+	if err != nil || len(add) == 0 {
+		return err
+	}
+	tx := tbl.NewTransaction()
+	upd := tx.UpdateSchema(true, false)
+	for _, c := range add {
+		t, err := l.icebergType(c)
+		if err != nil {
+			return err
+		}
+		upd = upd.AddColumn([]string{c.name}, t, "", false, nil)
+	}
+	if err := upd.Commit(); err != nil {
+		return sinks.Poisonf("table %s: adding columns to iceberg table %s: %w", l.table, target, err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("committing new columns of iceberg table %s: %w", target, err)
+	}
+	for _, c := range add {
+		s.log.InfoContext(ctx, "added column", "table", l.table, "target", target, "column", c.name)
+	}
+	return nil
+}
+
+// Position returns the committed position of the target table, read from the table itself.
+func (s *Sink) Position(ctx context.Context, spec sinks.TableSpec) (batch.SourcePosition, bool, error) {
+	ident, err := identifier(spec.Target)
+	if err != nil {
+		return batch.SourcePosition{}, false, err
+	}
+	tbl, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return batch.SourcePosition{}, false, nil
+	}
+	if err != nil {
+		return batch.SourcePosition{}, false, fmt.Errorf("loading iceberg table %s: %w", spec.Target, err)
+	}
+	return tablePosition(tbl)
+}

@@ -1,0 +1,205 @@
+package iceberg
+
+import (
+	"testing"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// TestApplyUpsertsDeletesAndKeyChanges applies inserts, updates, deletes and a key change (a
+// delete of the old key and an insert of the new one, as the buffer emits it) and compares a
+// scan with deletes applied to the expected rows, key by key.
+func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(ins(1, "a", 1), ins(2, "b", 2), ins(3, "c", 3), ins(4, "d", 4), ins(5, "e", 5))
+	h.apply(upd(2, "b2", 20), del(3), del(4), ins(40, "d", 4), ins(6, "f", 6))
+	last := h.apply(del(6), ins(3, "c again", 33), upd(5, "e2", 50), del(99))
+
+	want := map[int64]row{1: {"a", 1}, 2: {"b2", 20}, 3: {"c again", 33}, 40: {"d", 4}, 5: {"e2", 50}}
+	if d := diffRows(want, h.rows()); d != "" {
+		t.Errorf("scan differs:\n%s", d)
+	}
+	data, eq := h.fileCounts()
+	if eq == 0 {
+		t.Errorf("no equality delete file in the manifests; deletes and updates must write them")
+	}
+	if data != 3 {
+		t.Errorf("%d data files, want 3 (one per batch)", data)
+	}
+	if pos, ok := h.position(); !ok || pos != last.Hi {
+		t.Errorf("Position = %v, %v; want %v", pos, ok, last.Hi)
+	}
+	snap := h.table().CurrentSnapshot()
+	if got := snap.Summary.Properties[positionKey]; got == "" {
+		t.Errorf("snapshot summary lacks %s", positionKey)
+	}
+	if got := h.table().Properties()[positionKey]; got != snap.Summary.Properties[positionKey] {
+		t.Errorf("table property %s = %q, summary has %q", positionKey, got, snap.Summary.Properties[positionKey])
+	}
+	// The unnamed context columns are never written; the named one is, under its name.
+	sc := h.table().Schema()
+	for _, name := range []string{"__op", "__pos", "__commit_ts", "__ingest_ts", "__snapshot", "__phase", "op", "pos"} {
+		if _, ok := sc.FindFieldByName(name); ok {
+			t.Errorf("table has column %s, which no metadata entry names", name)
+		}
+	}
+	if _, ok := sc.FindFieldByName("committed_at"); !ok {
+		t.Errorf("table lacks committed_at (metadata {from: commit_ts, as: committed_at})")
+	}
+	if ids := sc.IdentifierFieldIDs; len(ids) != 1 {
+		t.Errorf("identifier fields %v, want the id column", ids)
+	}
+}
+
+// TestReplayedBatchCannotResurrect: insert K, commit; delete K, commit; re-applying the insert's
+// batch is covered by the position (CommitBatch would skip it) and Apply itself refuses to move
+// the table back, so K stays deleted.
+func TestReplayedBatchCannotResurrect(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	insert := h.apply(ins(7, "k", 7))
+	deleted := h.apply(del(7))
+
+	pos, ok := h.position()
+	if !ok {
+		t.Fatal("no position after two commits")
+	}
+	for _, b := range []sinks.Batch{insert, deleted} {
+		if c, err := pos.Compare(b.Hi); err != nil || c < 0 {
+			t.Errorf("committed %s does not cover replayed batch %s (compare %d, %v)", pos, b.Hi, c, err)
+		}
+	}
+	if err := h.sink.Apply(t.Context(), insert); err != nil {
+		t.Fatalf("re-applying the insert: %v", err)
+	}
+	if got := h.rows(); len(got) != 0 {
+		t.Errorf("after replaying the insert the table shows %v; K must stay deleted", got)
+	}
+	if p, _ := h.position(); p != deleted.Hi {
+		t.Errorf("position moved to %s by a replay; want %s", p, deleted.Hi)
+	}
+	// A position of another source is never compared silently.
+	other := h.batch(sinks.PhaseStream, ins(8, "x", 8))
+	other.Hi.Source.Slot = "another_slot"
+	if err := h.sink.Apply(t.Context(), other); !sinks.IsPoison(err) {
+		t.Errorf("Apply with a position of another source: %v, want poison", err)
+	}
+}
+
+// TestSnapshotPhase: snapshot chunks append without delete files while their keys cannot be in
+// the table; a chunk whose keys may be there (an earlier attempt) takes the upsert path, and so
+// do live rows of a snapshot-phase batch.
+func TestSnapshotPhase(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	chunk := func(from, to int64) []batch.Change {
+		var out []batch.Change
+		for id := from; id <= to; id++ {
+			out = append(out, snap(id, "s", int(id)))
+		}
+		return out
+	}
+	steps := []struct {
+		name    string
+		changes []batch.Change
+		wantEq  int // equality delete files in the table after the step
+	}{
+		{"first chunk appends", chunk(1, 100), 0},
+		{"next chunk appends", chunk(101, 200), 0},
+		{"overlapping chunk upserts", chunk(150, 250), 1},
+		{"live row in snapshot phase upserts", []batch.Change{upd(300, "live", 1)}, 2},
+	}
+	for _, st := range steps {
+		b := h.batch(sinks.PhaseSnapshot, st.changes...)
+		if err := h.sink.Apply(t.Context(), b); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if _, eq := h.fileCounts(); eq != st.wantEq {
+			t.Errorf("%s: %d equality delete files, want %d", st.name, eq, st.wantEq)
+		}
+	}
+	got := h.rows()
+	if len(got) != 251 {
+		t.Errorf("%d rows visible, want 251 (keys 1..250 and 300, each once)", len(got))
+	}
+}
+
+// TestDiscardSnapshot empties the table and its position without copy-on-write deletes, is
+// idempotent, and leaves the table usable.
+func TestDiscardSnapshot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(ins(1, "a", 1), ins(2, "b", 2))
+	h.apply(del(1), upd(2, "b2", 2))
+	for i := range 2 {
+		if err := h.sink.DiscardSnapshot(t.Context(), h.spec); err != nil {
+			t.Fatalf("DiscardSnapshot #%d: %v", i+1, err)
+		}
+		if got := h.rows(); len(got) != 0 {
+			t.Errorf("after discard #%d the table shows %v", i+1, got)
+		}
+		if p, ok := h.position(); ok {
+			t.Errorf("after discard #%d Position = %s, want none", i+1, p)
+		}
+		if d, eq := h.fileCounts(); d != 0 || eq != 0 {
+			t.Errorf("after discard #%d: %d data and %d delete files live, want none", i+1, d, eq)
+		}
+	}
+	b := h.apply(ins(3, "c", 3))
+	if d := diffRows(map[int64]row{3: {"c", 3}}, h.rows()); d != "" {
+		t.Errorf("after discard and a new batch:\n%s", d)
+	}
+	if p, ok := h.position(); !ok || p != b.Hi {
+		t.Errorf("Position = %v, %v; want %s", p, ok, b.Hi)
+	}
+}
+
+// TestEnsureTableEvolution: an added column evolves the table, other changes are poison.
+func TestEnsureTableEvolution(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(ins(1, "a", 1))
+
+	added := ordersSpec(h.spec.Target)
+	added.Schema.Columns = append(added.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
+	if err := h.sink.EnsureTable(t.Context(), added); err != nil {
+		t.Fatalf("EnsureTable with an added column: %v", err)
+	}
+	if err := h.sink.EnsureTable(t.Context(), added); err != nil {
+		t.Fatalf("EnsureTable again: %v", err)
+	}
+	if _, ok := h.table().Schema().FindFieldByName("note"); !ok {
+		t.Fatalf("column note was not added")
+	}
+	h.spec = added
+	h.apply(batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("2"), txt("2.00"), txt("hi")}})
+	if d := diffRows(map[int64]row{1: {"a", 1}, 2: {"b", 2}}, h.rows()); d != "" {
+		t.Errorf("after evolution:\n%s", d)
+	}
+
+	retyped := ordersSpec(h.spec.Target)
+	retyped.Schema.Columns = append(retyped.Schema.Columns, batch.Column{Name: "note", TypeOID: 20, TypeName: "bigint"})
+	dropped := ordersSpec(h.spec.Target)
+	rekeyed := ordersSpec(h.spec.Target)
+	rekeyed.Schema.Columns = append(rekeyed.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
+	rekeyed.Schema.Columns[1].Key, rekeyed.Schema.Columns[1].NotNull = true, true
+	floatKey := ordersSpec("raw.floats")
+	floatKey.Schema.Columns[0] = batch.Column{Name: "id", TypeOID: 701, TypeName: "double precision", Key: true, NotNull: true}
+	noKey := ordersSpec("raw.nokey")
+	noKey.Schema.Columns[0].Key = false
+	badTarget := ordersSpec("orders")
+	for name, spec := range map[string]sinks.TableSpec{
+		"changed type": retyped, "dropped column": dropped, "changed key": rekeyed,
+		"float key": floatKey, "no key": noKey, "target without namespace": badTarget,
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := h.sink.EnsureTable(t.Context(), spec)
+			if !sinks.IsPoison(err) {
+				t.Fatalf("EnsureTable: %v, want a poison error", err)
+			}
+			t.Logf("error: %v", err)
+		})
+	}
+}
