@@ -3,6 +3,7 @@
 #               pipeline into a local Iceberg warehouse, results shown
 #   make test   every test, against real services started by cmd/devstack
 #   make stop   stop the services devstack started
+#   make bench  throughput against Postgres' own limits, written to docs/benchmarks.md
 SHELL := /bin/bash
 GO ?= go
 export SLUICE_CACHE ?= $(HOME)/.cache/sluice
@@ -33,6 +34,9 @@ demo: tools
 
 stop:
 	@$(GO) run ./cmd/devstack stop
+
+bench: tools
+	@$(GO) run ./cmd/bench
 
 status:
 	@$(GO) run ./cmd/devstack status
