@@ -1,0 +1,119 @@
+package source
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// TableConfig names one source table of a pipeline.
+type TableConfig struct {
+	Table batch.TableName `json:"table"`
+	// Key names the columns that identify a row when the table has no primary key (or a key other
+	// than the primary key is wanted). The table's replica identity must carry these columns:
+	// REPLICA IDENTITY FULL, or USING INDEX over an index that contains them. Empty means the
+	// primary key.
+	Key []string `json:"key,omitempty"`
+}
+
+// Config says where a pipeline reads from: the database, the pipeline's slot and publication and
+// its tables. DSN is a credential: it is never logged or put in errors.
+type Config struct {
+	DSN         string        // a regular libpq connection string or URL for the source database
+	Slot        string        // the pipeline's logical replication slot (pgoutput)
+	Publication string        // the pipeline's publication
+	Tables      []TableConfig // the tables the pipeline replicates
+	// CheckType reports whether the destination side can carry a column of this type; nil means
+	// batch's Arrow mapping (ArrowSchema). Check adds the table and column to its error.
+	CheckType func(batch.Column) error
+}
+
+var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
+
+// Validate checks the configuration's own shape (not the database): every problem at once.
+func (c Config) Validate() error {
+	var errs []string
+	if strings.TrimSpace(c.DSN) == "" {
+		errs = append(errs, "source DSN is empty: set the source connection string")
+	} else if _, err := pgconn.ParseConfig(c.DSN); err != nil {
+		// The parse error can quote the DSN, which can hold a password: do not wrap it.
+		errs = append(errs, "source DSN cannot be parsed: check the connection string's syntax")
+	}
+	if !slotNameRE.MatchString(c.Slot) {
+		errs = append(errs, fmt.Sprintf("slot name %q is invalid: use 1-63 characters of a-z, 0-9 and _", c.Slot))
+	}
+	if c.Publication == "" || len(c.Publication) > 63 {
+		errs = append(errs, fmt.Sprintf("publication name %q is invalid: use 1-63 characters", c.Publication))
+	}
+	if len(c.Tables) == 0 {
+		errs = append(errs, "no tables configured: name at least one source table")
+	}
+	seen := map[batch.TableName]bool{}
+	for i, t := range c.Tables {
+		if t.Table.Schema == "" || t.Table.Name == "" {
+			errs = append(errs, fmt.Sprintf("tables[%d]: want a schema-qualified name such as public.orders, got %q", i, t.Table.String()))
+			continue
+		}
+		if seen[t.Table] {
+			errs = append(errs, fmt.Sprintf("tables[%d]: table %s is listed twice", i, t.Table))
+		}
+		seen[t.Table] = true
+		cols := map[string]bool{}
+		for _, k := range t.Key {
+			if k == "" || cols[k] {
+				errs = append(errs, fmt.Sprintf("tables[%d].key: table %s: key column %q is empty or repeated", i, t.Table, k))
+			}
+			cols[k] = true
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid source config:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return nil
+}
+
+// ParseTableName parses schema.name; a name without a schema is in public. Quoted identifiers are
+// not supported: names are used as Postgres stores them.
+func ParseTableName(s string) (batch.TableName, error) {
+	schema, name, ok := strings.Cut(s, ".")
+	if !ok {
+		schema, name = "public", s
+	}
+	if schema == "" || name == "" || strings.Contains(name, ".") {
+		return batch.TableName{}, fmt.Errorf("parsing table name %q: want schema.table, such as public.orders", s)
+	}
+	return batch.TableName{Schema: schema, Name: name}, nil
+}
+
+// sessionParams are the settings both the replication and the snapshot connections run with, so
+// that the text form of every value is the same on both paths (pgoutput formats values with the
+// walsender's settings) and does not depend on server defaults.
+var sessionParams = map[string]string{
+	"DateStyle":          "ISO, MDY",
+	"IntervalStyle":      "postgres",
+	"TimeZone":           "UTC",
+	"extra_float_digits": "3",
+	"bytea_output":       "hex",
+	"client_encoding":    "UTF8",
+	"application_name":   "sluice",
+}
+
+// connConfig parses dsn and sets the session parameters; replication asks for a logical
+// replication (walsender) connection to the database.
+func connConfig(dsn string, replication bool) (*pgconn.Config, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing source DSN: %w", errRedacted)
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	if replication {
+		cfg.RuntimeParams["replication"] = "database"
+	}
+	return cfg, nil
+}

@@ -1,0 +1,355 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+var testTable = batch.TableName{Schema: "public", Name: "t"}
+
+// fakeResolve resolves types without a catalog: built-in OIDs map to themselves, 90000 is a
+// domain over int4.
+func fakeResolve(_ context.Context, name string, oid uint32, typmod int32) (batch.Column, error) {
+	names := map[uint32]string{23: "integer", 25: "text", 20: "bigint", 90000: "posint"}
+	n, ok := names[oid]
+	if !ok {
+		return batch.Column{}, errors.New("unknown type")
+	}
+	base := oid
+	if oid == 90000 {
+		base = 23
+	}
+	return batch.Column{Name: name, TypeOID: base, TypeName: n, TypeMod: typmod, Category: "N"}, nil
+}
+
+func relMsg(id uint32, identity uint8, cols ...pglogrepl.RelationMessageColumn) *pglogrepl.RelationMessage {
+	m := &pglogrepl.RelationMessage{RelationID: id, Namespace: "public", RelationName: "t", ReplicaIdentity: identity}
+	for i := range cols {
+		m.Columns = append(m.Columns, &cols[i])
+	}
+	m.ColumnNum = uint16(len(cols))
+	return m
+}
+
+func col(name string, oid uint32, key bool) pglogrepl.RelationMessageColumn {
+	var flags uint8
+	if key {
+		flags = 1
+	}
+	return pglogrepl.RelationMessageColumn{Flags: flags, Name: name, DataType: oid, TypeModifier: -1}
+}
+
+// tuple builds tuple data: "n" is NULL, "u" unchanged TOAST, anything else text.
+func tuple(vals ...string) *pglogrepl.TupleData {
+	t := &pglogrepl.TupleData{ColumnNum: uint16(len(vals))}
+	for _, v := range vals {
+		switch v {
+		case "n":
+			t.Columns = append(t.Columns, &pglogrepl.TupleDataColumn{DataType: 'n'})
+		case "u":
+			t.Columns = append(t.Columns, &pglogrepl.TupleDataColumn{DataType: 'u'})
+		default:
+			t.Columns = append(t.Columns, &pglogrepl.TupleDataColumn{DataType: 't', Data: []byte(v)})
+		}
+	}
+	return t
+}
+
+func knownSchema() batch.Schema {
+	return batch.Schema{Table: testTable, Columns: []batch.Column{
+		{Name: "id", TypeOID: 23, TypeName: "integer", TypeMod: -1, NotNull: true, Key: true, Category: "N"},
+		{Name: "doc", TypeOID: 25, TypeName: "text", TypeMod: -1, Category: "N"},
+	}}
+}
+
+// run decodes msgs and returns the events.
+func run(t *testing.T, d *decoder, msgs ...pglogrepl.Message) ([]Event, error) {
+	t.Helper()
+	var evs []Event
+	for _, m := range msgs {
+		if err := d.decode(context.Background(), m, func(ev Event) error { evs = append(evs, ev); return nil }); err != nil {
+			return evs, err
+		}
+	}
+	return evs, nil
+}
+
+func vals(vs []batch.Value) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		switch {
+		case v.Null:
+			out[i] = "n"
+		case v.Unchanged:
+			out[i] = "u"
+		default:
+			out[i] = string(v.Text)
+		}
+	}
+	return out
+}
+
+func TestDecodeChanges(t *testing.T) {
+	t.Parallel()
+	begin := &pglogrepl.BeginMessage{FinalLSN: 1000, CommitTime: time.Unix(100, 0), Xid: 7}
+	commit := &pglogrepl.CommitMessage{CommitLSN: 1000, TransactionEndLSN: 1050, CommitTime: time.Unix(100, 0)}
+	tests := []struct {
+		name     string
+		identity uint8
+		msg      pglogrepl.Message
+		wantOp   batch.Op
+		want     []string
+		wantOld  []string
+		wantErr  bool
+	}{
+		{name: "insert", identity: 'd', msg: &pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("1", "a")},
+			wantOp: batch.OpInsert, want: []string{"1", "a"}},
+		{name: "update keeps unchanged toast without old tuple", identity: 'd',
+			msg:    &pglogrepl.UpdateMessage{RelationID: 1, NewTuple: tuple("1", "u")},
+			wantOp: batch.OpUpdate, want: []string{"1", "u"}},
+		{name: "update under FULL takes toast from old tuple", identity: 'f',
+			msg:    &pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple("1", "big"), NewTuple: tuple("1", "u")},
+			wantOp: batch.OpUpdate, want: []string{"1", "big"}},
+		{name: "key change with K tuple gives OldKey", identity: 'd',
+			msg:    &pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'K', OldTuple: tuple("1", "n"), NewTuple: tuple("2", "x")},
+			wantOp: batch.OpUpdate, want: []string{"2", "x"}, wantOld: []string{"1", "n"}},
+		{name: "key change under FULL keeps only the key in OldKey", identity: 'f',
+			msg:    &pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple("1", "old"), NewTuple: tuple("2", "u")},
+			wantOp: batch.OpUpdate, want: []string{"2", "old"}, wantOld: []string{"1", "n"}},
+		{name: "K tuple without key change gives no OldKey", identity: 'd',
+			msg:    &pglogrepl.UpdateMessage{RelationID: 1, OldTupleType: 'K', OldTuple: tuple("1", "n"), NewTuple: tuple("1", "y")},
+			wantOp: batch.OpUpdate, want: []string{"1", "y"}},
+		{name: "delete keeps only the key", identity: 'f',
+			msg:    &pglogrepl.DeleteMessage{RelationID: 1, OldTupleType: 'O', OldTuple: tuple("3", "gone")},
+			wantOp: batch.OpDelete, want: []string{"3", "n"}},
+		{name: "delete without old tuple is an error", identity: 'n',
+			msg: &pglogrepl.DeleteMessage{RelationID: 1}, wantErr: true},
+		{name: "unchanged key is an error", identity: 'd',
+			msg: &pglogrepl.UpdateMessage{RelationID: 1, NewTuple: tuple("u", "x")}, wantErr: true},
+		{name: "tuple of the wrong width is an error", identity: 'd',
+			msg: &pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("1")}, wantErr: true},
+		{name: "change of an unknown relation is an error", identity: 'd',
+			msg: &pglogrepl.InsertMessage{RelationID: 9, Tuple: tuple("1", "a")}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+			rel := relMsg(1, tt.identity, col("id", 23, true), col("doc", 25, tt.identity == 'f'))
+			evs, err := run(t, d, begin, rel, tt.msg, commit)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got events %v", evs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 3 {
+				t.Fatalf("want begin, change, commit; got %d events", len(evs))
+			}
+			ce, ok := evs[1].(*ChangeEvent)
+			if !ok {
+				t.Fatalf("event 1 is %T", evs[1])
+			}
+			c := ce.Change
+			if c.Op != tt.wantOp || ce.Table != testTable {
+				t.Errorf("op %s table %s, want %s %s", c.Op, ce.Table, tt.wantOp, testTable)
+			}
+			if c.Pos != (batch.Position{LSN: 1000, Seq: 1}) || !c.CommitTS.Equal(time.Unix(100, 0)) {
+				t.Errorf("pos %s ts %s, want 0/3E8:1 at 100s", c.Pos, c.CommitTS)
+			}
+			if got := vals(c.Values); !slices.Equal(got, tt.want) {
+				t.Errorf("values %v, want %v", got, tt.want)
+			}
+			if got := vals(c.OldKey); !slices.Equal(got, tt.wantOld) && !(len(got) == 0 && len(tt.wantOld) == 0) {
+				t.Errorf("old key %v, want %v", got, tt.wantOld)
+			}
+			if ce := evs[2].(*CommitEvent); ce.LSN != 1000 || ce.EndLSN != 1050 {
+				t.Errorf("commit %+v", ce)
+			}
+		})
+	}
+}
+
+func TestDecodeSequenceAndTruncate(t *testing.T) {
+	t.Parallel()
+	d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+	evs, err := run(t, d,
+		&pglogrepl.BeginMessage{FinalLSN: 500},
+		relMsg(1, 'd', col("id", 23, true), col("doc", 25, false)),
+		&pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("1", "a")},
+		&pglogrepl.TruncateMessage{RelationNum: 1, Option: pglogrepl.TruncateOptionRestartIdentity, RelationIDs: []uint32{1}},
+		&pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("2", "b")},
+		&pglogrepl.CommitMessage{CommitLSN: 500, TransactionEndLSN: 600},
+		&pglogrepl.BeginMessage{FinalLSN: 700},
+		&pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("3", "c")},
+		&pglogrepl.CommitMessage{CommitLSN: 700, TransactionEndLSN: 800},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []batch.Position
+	for _, ev := range evs {
+		switch e := ev.(type) {
+		case *ChangeEvent:
+			got = append(got, e.Change.Pos)
+		case *TruncateEvent:
+			if !e.RestartIdentity || e.Cascade || e.Table != testTable {
+				t.Errorf("truncate %+v", e)
+			}
+			got = append(got, e.Pos)
+		case *SchemaEvent:
+			t.Errorf("unexpected schema event %+v: the relation matches the known schema", e)
+		}
+	}
+	want := []batch.Position{{LSN: 500, Seq: 1}, {LSN: 500, Seq: 2}, {LSN: 500, Seq: 3}, {LSN: 700, Seq: 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("positions %v, want %v", got, want)
+	}
+}
+
+func TestDecodeSchemaChanges(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                    string
+		cols                    []pglogrepl.RelationMessageColumn
+		relName                 string
+		wantEvent               bool
+		added, dropped, retyped []string
+		wantKey                 []bool
+	}{
+		{name: "same as known", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("doc", 25, false)}},
+		{name: "added column", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("doc", 25, false), col("n", 20, false)},
+			wantEvent: true, added: []string{"n"}, wantKey: []bool{true, false, false}},
+		{name: "dropped column", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true)},
+			wantEvent: true, dropped: []string{"doc"}, wantKey: []bool{true}},
+		{name: "type change", cols: []pglogrepl.RelationMessageColumn{col("id", 20, true), col("doc", 25, false)},
+			wantEvent: true, retyped: []string{"id"}, wantKey: []bool{true, false}},
+		{name: "domain over the same base is a change of name", cols: []pglogrepl.RelationMessageColumn{col("id", 90000, true), col("doc", 25, false)},
+			wantEvent: true, retyped: []string{"id"}, wantKey: []bool{true, false}},
+		{name: "renamed table", relName: "t2", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("doc", 25, false)},
+			wantEvent: true, wantKey: []bool{true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+			first := relMsg(1, 'd', col("id", 23, true), col("doc", 25, false))
+			second := relMsg(1, 'd', tt.cols...)
+			if tt.relName != "" {
+				second.RelationName = tt.relName
+			}
+			evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10}, first,
+				&pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("1", "a")}, second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var se *SchemaEvent
+			for _, ev := range evs {
+				if e, ok := ev.(*SchemaEvent); ok {
+					if se != nil {
+						t.Fatalf("two schema events")
+					}
+					se = e
+				}
+			}
+			if !tt.wantEvent {
+				if se != nil {
+					t.Fatalf("unexpected schema event %+v", se)
+				}
+				return
+			}
+			if se == nil {
+				t.Fatal("want a schema event")
+			}
+			if !slices.Equal(se.Added, tt.added) || !slices.Equal(se.Dropped, tt.dropped) || !slices.Equal(se.Retyped, tt.retyped) {
+				t.Errorf("added %v dropped %v retyped %v, want %v %v %v", se.Added, se.Dropped, se.Retyped, tt.added, tt.dropped, tt.retyped)
+			}
+			if se.Renamed != (tt.relName != "") || se.Old == nil || se.Old.Table != testTable {
+				t.Errorf("renamed %v old %v", se.Renamed, se.Old)
+			}
+			var keys []bool
+			for _, c := range se.New.Columns {
+				keys = append(keys, c.Key)
+			}
+			if !slices.Equal(keys, tt.wantKey) {
+				t.Errorf("key flags %v, want %v", keys, tt.wantKey)
+			}
+			if se.Pos != (batch.Position{LSN: 10, Seq: 2}) {
+				t.Errorf("schema event at %s, want 0/A:2", se.Pos)
+			}
+			// Later tuples follow the new schema.
+			if _, err := run(t, d, &pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple(make([]string, len(tt.cols))...)}); err != nil && len(tt.cols) > 0 {
+				t.Errorf("insert after the schema change: %v", err)
+			}
+		})
+	}
+}
+
+func TestDecodeUnknownTables(t *testing.T) {
+	t.Parallel()
+	t.Run("ignored when schemas are given", func(t *testing.T) {
+		t.Parallel()
+		d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+		other := relMsg(2, 'd', col("id", 23, true))
+		other.RelationName = "other"
+		evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10}, other,
+			&pglogrepl.InsertMessage{RelationID: 2, Tuple: tuple("1")},
+			&pglogrepl.CommitMessage{CommitLSN: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 {
+			t.Errorf("want only begin and commit, got %d events", len(evs))
+		}
+	})
+	t.Run("reported with the identity key when no schemas are given", func(t *testing.T) {
+		t.Parallel()
+		d := newDecoder(fakeResolve, nil, slog.New(slog.DiscardHandler))
+		evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10},
+			relMsg(2, 'd', col("id", 23, true), col("doc", 25, false)),
+			&pglogrepl.InsertMessage{RelationID: 2, Tuple: tuple("1", "x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		se, ok := evs[1].(*SchemaEvent)
+		if !ok || se.Old != nil || !se.New.Columns[0].Key || se.New.Columns[1].Key {
+			t.Fatalf("want a schema event for a new table keyed on id, got %#v", evs[1])
+		}
+		if _, ok := evs[2].(*ChangeEvent); !ok {
+			t.Errorf("event 2 is %T", evs[2])
+		}
+	})
+}
+
+func TestDecodeProtocolErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		msgs []pglogrepl.Message
+	}{
+		{"commit without begin", []pglogrepl.Message{&pglogrepl.CommitMessage{CommitLSN: 1}}},
+		{"nested begin", []pglogrepl.Message{&pglogrepl.BeginMessage{FinalLSN: 1}, &pglogrepl.BeginMessage{FinalLSN: 2}}},
+		{"commit of another lsn", []pglogrepl.Message{&pglogrepl.BeginMessage{FinalLSN: 1}, &pglogrepl.CommitMessage{CommitLSN: 2}}},
+		{"change outside a transaction", []pglogrepl.Message{&pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("1")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDecoder(fakeResolve, nil, slog.New(slog.DiscardHandler))
+			if _, err := run(t, d, tt.msgs...); err == nil {
+				t.Error("want an error")
+			}
+		})
+	}
+}

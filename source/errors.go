@@ -1,0 +1,79 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// errRedacted stands in for errors that could quote the DSN (and its password).
+var errRedacted = errors.New("the connection string is not shown because it can hold a password")
+
+// ErrPreflight is wrapped by the error Setup returns when the database does not meet the
+// pipeline's needs; the error lists every problem found.
+var ErrPreflight = errors.New("source preflight failed")
+
+// ErrSlotInUse is returned when another process is reading the pipeline's slot.
+var ErrSlotInUse = errors.New("replication slot is in use by another process")
+
+// ErrStreamEnded is returned when the server ends the replication stream on its own.
+var ErrStreamEnded = errors.New("replication stream ended by the server")
+
+// PermanentError marks a failure that retrying cannot fix (a configuration or schema problem the
+// operator must resolve). The activity turns it into a non-retryable error.
+type PermanentError struct {
+	Err error
+}
+
+// Error returns the cause's message.
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+func permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+func permanentf(format string, args ...any) error {
+	return permanent(fmt.Errorf(format, args...))
+}
+
+// IsPermanent reports whether err (or an error it wraps) is a PermanentError.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// Problem is one thing found wrong by the preflight checks: what (the setting, table or column),
+// why, and how to fix it.
+type Problem struct {
+	Subject string `json:"subject"` // e.g. "wal_level", "table public.orders", "column public.orders.doc"
+	Message string `json:"message"`
+	Fix     string `json:"fix"`
+}
+
+// String formats the problem on one line.
+func (p Problem) String() string {
+	return fmt.Sprintf("%s: %s; fix: %s", p.Subject, p.Message, p.Fix)
+}
+
+// PreflightError lists every problem the checks found. It wraps ErrPreflight and is permanent.
+type PreflightError struct {
+	Problems []Problem
+}
+
+// Error lists the problems, one a line.
+func (e *PreflightError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = "  - " + p.String()
+	}
+	return fmt.Sprintf("%s (%d problems):\n%s", ErrPreflight, len(e.Problems), strings.Join(lines, "\n"))
+}
+
+// Unwrap returns ErrPreflight.
+func (e *PreflightError) Unwrap() error { return ErrPreflight }

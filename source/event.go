@@ -1,0 +1,73 @@
+package source
+
+import (
+	"time"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Event is one thing the stream reader hands to its caller: *BeginEvent, *ChangeEvent,
+// *TruncateEvent, *SchemaEvent, *CommitEvent or *ProgressEvent.
+type Event interface{ event() }
+
+// BeginEvent starts a transaction. Every change until the CommitEvent shares its commit LSN.
+type BeginEvent struct {
+	LSN      uint64 // the commit LSN of the transaction (pgoutput's final LSN)
+	CommitTS time.Time
+	Xid      uint32
+}
+
+// ChangeEvent is one row change of one table. Change.Values follow the table's current schema
+// (the last SchemaEvent for the table, or the schema the reader was given).
+type ChangeEvent struct {
+	Table  batch.TableName
+	Change batch.Change
+}
+
+// TruncateEvent says the table was truncated at Pos: every row with a lower position is gone.
+type TruncateEvent struct {
+	Table           batch.TableName
+	Pos             batch.Position
+	CommitTS        time.Time
+	Cascade         bool
+	RestartIdentity bool
+}
+
+// SchemaEvent reports that the columns of a table as pgoutput describes them differ from the
+// schema known so far (or that the table was not known). Changes from Pos on follow New.
+type SchemaEvent struct {
+	Table batch.TableName
+	Pos   batch.Position
+	Old   *batch.Schema // nil when the table was not known to the reader
+	New   batch.Schema
+	// Added, Dropped and Retyped name the columns that appeared, disappeared or changed type
+	// (type, type modifier or domain). A renamed column is dropped and added.
+	Added, Dropped, Retyped []string
+	// Renamed is set when the table itself was renamed or moved to another schema: Old.Table
+	// holds the old name.
+	Renamed bool
+}
+
+// CommitEvent ends a transaction. After the handler returns nil for it, the reader's own
+// position moves to EndLSN.
+type CommitEvent struct {
+	LSN      uint64 // the commit LSN, the same as the BeginEvent's
+	EndLSN   uint64 // the end of the commit record
+	CommitTS time.Time
+}
+
+// ProgressEvent comes at least every ProgressInterval and whenever a keepalive moves the reader's
+// position while no transaction is open, so the caller can heartbeat and cut batches by time
+// even when no change arrives. ReaderLSN is the position the reader would confirm if the caller
+// held nothing; InTxn says a transaction is open.
+type ProgressEvent struct {
+	ReaderLSN uint64
+	InTxn     bool
+}
+
+func (*BeginEvent) event()    {}
+func (*ChangeEvent) event()   {}
+func (*TruncateEvent) event() {}
+func (*SchemaEvent) event()   {}
+func (*CommitEvent) event()   {}
+func (*ProgressEvent) event() {}

@@ -1,0 +1,385 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Check runs the preflight checks of cfg against the source database and returns every problem
+// found. An error means a check could not run (connection, permissions on the catalog); problems
+// are what the operator must fix. It changes nothing in the database.
+func Check(ctx context.Context, cfg Config) ([]Problem, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, permanent(err)
+	}
+	conn, err := connect(ctx, cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return check(ctx, conn, cfg)
+}
+
+func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
+	var problems []Problem
+	add := func(ps ...Problem) { problems = append(problems, ps...) }
+
+	ps, err := serverProblems(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	add(ps...)
+	pub, err := readPublication(ctx, conn, cfg.Publication)
+	if err != nil {
+		return nil, err
+	}
+	slot, err := readSlot(ctx, conn, cfg.Slot)
+	if err != nil {
+		return nil, err
+	}
+	add(slotProblems(cfg, slot, pub)...)
+	resolver := newTypeResolver(conn)
+	for _, tc := range cfg.Tables {
+		ti, err := readTable(ctx, conn, tc.Table)
+		if err != nil {
+			return nil, err
+		}
+		ps := tableProblems(ti, tc.Key)
+		add(ps...)
+		if !ti.Exists {
+			continue
+		}
+		add(publicationProblems(cfg.Publication, pub, ti)...)
+		if len(ps) > 0 {
+			continue
+		}
+		s, err := buildSchema(ctx, resolver, ti, keyColumns(ti, tc.Key))
+		if err != nil {
+			return nil, err
+		}
+		checkType := cfg.CheckType
+		if checkType == nil {
+			checkType = arrowTypeCheck(s.Table)
+		}
+		add(typeProblems(s, checkType)...)
+	}
+	return problems, nil
+}
+
+// serverProblems checks the server settings and the role's attributes.
+func serverProblems(ctx context.Context, conn *pgx.Conn) ([]Problem, error) {
+	var (
+		walLevel           string
+		slots, senders     int
+		replication, super bool
+	)
+	err := conn.QueryRow(ctx, `
+SELECT current_setting('wal_level'), current_setting('max_replication_slots')::int,
+       current_setting('max_wal_senders')::int, r.rolreplication, r.rolsuper
+FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`).Scan(&walLevel, &slots, &senders, &replication, &super)
+	if err != nil {
+		return nil, fmt.Errorf("reading server settings: %w", err)
+	}
+	var ps []Problem
+	if walLevel != "logical" {
+		ps = append(ps, Problem{Subject: "setting wal_level",
+			Message: fmt.Sprintf("is %q, logical decoding needs logical", walLevel),
+			Fix:     "set wal_level = logical in postgresql.conf (ALTER SYSTEM SET wal_level = logical) and restart the server"})
+	}
+	if slots < 1 {
+		ps = append(ps, Problem{Subject: "setting max_replication_slots", Message: "is 0",
+			Fix: "set max_replication_slots to at least 1 more than the slots in use and restart the server"})
+	}
+	if senders < 1 {
+		ps = append(ps, Problem{Subject: "setting max_wal_senders", Message: "is 0",
+			Fix: "set max_wal_senders to at least 2 more than the replication connections in use and restart the server"})
+	}
+	if !replication && !super {
+		ps = append(ps, Problem{Subject: "role privileges", Message: "the connecting role has neither REPLICATION nor SUPERUSER",
+			Fix: "ALTER ROLE <role> WITH REPLICATION"})
+	}
+	return ps, nil
+}
+
+// tableProblems checks that a table exists, can be read, and has a usable key that its replica
+// identity carries.
+func tableProblems(t tableInfo, configured []string) []Problem {
+	subject := "table " + t.Name.String()
+	if !t.Exists {
+		return []Problem{{Subject: subject, Message: "does not exist",
+			Fix: "create the table, or remove it from the pipeline's tables (names are case-sensitive)"}}
+	}
+	var ps []Problem
+	if t.Kind != "r" {
+		ps = append(ps, Problem{Subject: subject,
+			Message: fmt.Sprintf("is not an ordinary table (relkind %q); partitioned tables, views and foreign tables are not supported", t.Kind),
+			Fix:     "replicate the partitions (or the underlying tables) instead"})
+	}
+	if !t.CanRead {
+		ps = append(ps, Problem{Subject: subject, Message: "the connecting role cannot SELECT from it (the backfill reads it)",
+			Fix: fmt.Sprintf("GRANT SELECT ON %s TO <role>", quoteTable(t.Name))})
+	}
+	return append(ps, keyProblems(t, configured)...)
+}
+
+// keyProblems checks the key of a table: a primary key, or configured key columns that exist, are
+// NOT NULL and are carried by the replica identity (so that deletes and key changes arrive with
+// the old key).
+func keyProblems(t tableInfo, configured []string) []Problem {
+	subject := "table " + t.Name.String()
+	if t.Identity == "n" {
+		return []Problem{{Subject: subject, Message: "has REPLICA IDENTITY NOTHING: updates and deletes would arrive without a key",
+			Fix: fmt.Sprintf("ALTER TABLE %s REPLICA IDENTITY DEFAULT (with a primary key) or FULL", quoteTable(t.Name))}}
+	}
+	if len(configured) == 0 {
+		if len(t.PK) == 0 {
+			return []Problem{{Subject: subject, Message: "has no primary key and no key is configured",
+				Fix: fmt.Sprintf("add a primary key, or name key columns for it in the pipeline config (tables[].key) and run ALTER TABLE %s REPLICA IDENTITY FULL (or USING INDEX on a unique index over them)", quoteTable(t.Name))}}
+		}
+		if t.Identity == "i" && !covers(t.IdentIdx, t.PK) {
+			return []Problem{{Subject: subject,
+				Message: fmt.Sprintf("its replica identity index (%s) does not contain the primary key (%s): a key change would arrive without the old key", strings.Join(t.IdentIdx, ", "), strings.Join(t.PK, ", ")),
+				Fix:     fmt.Sprintf("ALTER TABLE %s REPLICA IDENTITY DEFAULT", quoteTable(t.Name))}}
+		}
+		return nil
+	}
+	var ps []Problem
+	for _, k := range configured {
+		a, ok := t.hasColumn(k)
+		switch {
+		case !ok:
+			ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("the configured key column %q does not exist", k),
+				Fix: "fix tables[].key in the pipeline config (names are case-sensitive)"})
+		case !a.NotNull:
+			ps = append(ps, Problem{Subject: fmt.Sprintf("column %s.%s", t.Name, k), Message: "is a configured key column but allows NULL",
+				Fix: fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL, or choose other key columns", quoteTable(t.Name), quoteIdent(k))})
+		}
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	var identity []string
+	switch t.Identity {
+	case "f":
+		return nil
+	case "i":
+		identity = t.IdentIdx
+	default:
+		identity = t.PK
+	}
+	if !covers(identity, configured) {
+		what := "the primary key (" + strings.Join(identity, ", ") + ")"
+		if t.Identity == "i" {
+			what = "the replica identity index (" + strings.Join(identity, ", ") + ")"
+		}
+		if len(identity) == 0 {
+			what = "no replica identity (no primary key)"
+		}
+		ps = append(ps, Problem{Subject: subject,
+			Message: fmt.Sprintf("the configured key (%s) is not carried by the table's replica identity: it has %s, so deletes and key changes would arrive without the key", strings.Join(configured, ", "), what),
+			Fix:     fmt.Sprintf("ALTER TABLE %s REPLICA IDENTITY FULL, or REPLICA IDENTITY USING INDEX on a unique index containing the key columns", quoteTable(t.Name))})
+	}
+	return ps
+}
+
+// covers reports whether every column of want is in have.
+func covers(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return len(have) > 0
+}
+
+// arrowTypeCheck checks a column against batch's Arrow mapping.
+func arrowTypeCheck(table batch.TableName) func(batch.Column) error {
+	return func(c batch.Column) error {
+		_, err := batch.ArrowSchema(batch.Schema{Table: table, Columns: []batch.Column{c}})
+		return err
+	}
+}
+
+// typeProblems asks check about every column of s.
+func typeProblems(s batch.Schema, check func(batch.Column) error) []Problem {
+	var ps []Problem
+	for _, c := range s.Columns {
+		err := check(c)
+		if err == nil {
+			continue
+		}
+		msg := fmt.Sprintf("has type %s, which sluice cannot carry: %v", c.TypeName, err)
+		if te := (*batch.TypeError)(nil); errors.As(err, &te) {
+			msg = fmt.Sprintf("has type %s (oid %d), which has no Arrow mapping", c.TypeName, c.TypeOID)
+		}
+		ps = append(ps, Problem{Subject: fmt.Sprintf("column %s.%s", s.Table, c.Name), Message: msg,
+			Fix: "change the column to a supported type (integers, float4/8, numeric, bool, text types, bytea, date, time, timestamp(tz), interval, uuid, json(b), inet/cidr, enums, one-dimensional arrays of these), or remove the table from the pipeline"})
+	}
+	return ps
+}
+
+// publication is what pg_publication holds about the pipeline's publication.
+type publication struct {
+	Exists    bool
+	AllTables bool
+	Actions   []string          // the missing actions among insert, update, delete, truncate
+	Tables    map[string]pubRel // schema.name -> row filter / column list facts
+	CanCreate bool              // CREATE on the database (needed to create it)
+}
+
+// pubRel is one table of a publication.
+type pubRel struct {
+	RowFilter  bool
+	ColumnList bool
+}
+
+func readPublication(ctx context.Context, conn *pgx.Conn, name string) (publication, error) {
+	var p publication
+	if err := conn.QueryRow(ctx, `SELECT has_database_privilege(current_database(), 'CREATE')`).Scan(&p.CanCreate); err != nil {
+		return p, fmt.Errorf("reading database privileges: %w", err)
+	}
+	var ins, upd, del, trunc bool
+	err := conn.QueryRow(ctx, `SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate FROM pg_catalog.pg_publication WHERE pubname = $1`, name).
+		Scan(&p.AllTables, &ins, &upd, &del, &trunc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("reading publication %s: %w", name, err)
+	}
+	p.Exists = true
+	for action, on := range map[string]bool{"insert": ins, "update": upd, "delete": del, "truncate": trunc} {
+		if !on {
+			p.Actions = append(p.Actions, action)
+		}
+	}
+	slices.Sort(p.Actions)
+	rows, err := conn.Query(ctx, `
+SELECT n.nspname || '.' || c.relname, r.prqual IS NOT NULL, r.prattrs IS NOT NULL
+FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
+JOIN pg_catalog.pg_class c ON c.oid = r.prrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE p.pubname = $1`, name)
+	if err != nil {
+		return p, fmt.Errorf("reading tables of publication %s: %w", name, err)
+	}
+	p.Tables = map[string]pubRel{}
+	var (
+		tname string
+		rel   pubRel
+	)
+	_, err = pgx.ForEachRow(rows, []any{&tname, &rel.RowFilter, &rel.ColumnList}, func() error {
+		p.Tables[tname] = rel
+		return nil
+	})
+	if err != nil {
+		return p, fmt.Errorf("reading tables of publication %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// publicationProblems checks that the publication (when it exists) publishes every change of t,
+// or that it can be created.
+func publicationProblems(name string, p publication, t tableInfo) []Problem {
+	subject := "publication " + name
+	if !p.Exists {
+		if !t.IsOwner {
+			return []Problem{{Subject: subject, Message: fmt.Sprintf("does not exist, and creating it needs ownership of table %s", t.Name),
+				Fix: fmt.Sprintf("create it as the table owner: CREATE PUBLICATION %s FOR TABLE ...; or grant the owning role to the pipeline's role", quoteIdent(name))}}
+		}
+		return nil
+	}
+	var ps []Problem
+	if len(p.Actions) > 0 {
+		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("does not publish %s: those changes of table %s would be skipped", strings.Join(p.Actions, ", "), t.Name),
+			Fix: fmt.Sprintf("ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate')", quoteIdent(name))})
+	}
+	if rel, ok := p.Tables[t.Name.String()]; ok {
+		if rel.RowFilter {
+			ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("has a row filter (WHERE) on table %s: filtered rows would be skipped silently", t.Name),
+				Fix: fmt.Sprintf("ALTER PUBLICATION %s SET TABLE ... without a WHERE clause for %s", quoteIdent(name), t.Name)})
+		}
+		if rel.ColumnList {
+			ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("has a column list on table %s: unlisted columns would be missing", t.Name),
+				Fix: fmt.Sprintf("ALTER PUBLICATION %s SET TABLE ... without a column list for %s", quoteIdent(name), t.Name)})
+		}
+	} else if !p.AllTables && !t.IsOwner {
+		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("does not include table %s and adding it needs ownership of the table", t.Name),
+			Fix: fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s (as the table owner)", quoteIdent(name), quoteTable(t.Name))})
+	}
+	return ps
+}
+
+// slot is what pg_replication_slots holds about the pipeline's slot.
+type slot struct {
+	Exists    bool
+	Plugin    string
+	Type      string
+	Database  string
+	CurrentDB string
+	WALStatus string
+	Confirmed uint64 // confirmed_flush_lsn
+	Active    bool
+}
+
+func readSlot(ctx context.Context, q querier, name string) (slot, error) {
+	s := slot{}
+	var confirmed *string
+	err := q.QueryRow(ctx, `
+SELECT coalesce(plugin, ''), slot_type, coalesce(database, ''), current_database(), coalesce(wal_status, ''),
+       confirmed_flush_lsn::text, active
+FROM pg_catalog.pg_replication_slots WHERE slot_name = $1`, name).
+		Scan(&s.Plugin, &s.Type, &s.Database, &s.CurrentDB, &s.WALStatus, &confirmed, &s.Active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("reading replication slot %s: %w", name, err)
+	}
+	s.Exists = true
+	if confirmed != nil {
+		lsn, err := parseLSN(*confirmed)
+		if err != nil {
+			return s, fmt.Errorf("reading replication slot %s: %w", name, err)
+		}
+		s.Confirmed = lsn
+	}
+	return s, nil
+}
+
+// slotProblems checks an existing slot: logical, pgoutput, this database, not invalidated. A
+// missing slot is created by Setup; but a slot without its publication cannot decode.
+func slotProblems(cfg Config, s slot, p publication) []Problem {
+	subject := "replication slot " + cfg.Slot
+	if !s.Exists {
+		if !p.Exists && !p.CanCreate {
+			return []Problem{{Subject: "publication " + cfg.Publication, Message: "does not exist and the role lacks CREATE on the database to create it",
+				Fix: "GRANT CREATE ON DATABASE <db> TO <role>, or create the publication beforehand"}}
+		}
+		return nil
+	}
+	var ps []Problem
+	switch {
+	case s.Type != "logical":
+		ps = append(ps, Problem{Subject: subject, Message: "is a physical slot", Fix: "choose another slot name for the pipeline"})
+	case s.Plugin != "pgoutput":
+		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("uses output plugin %q, sluice needs pgoutput", s.Plugin), Fix: "choose another slot name for the pipeline"})
+	case s.Database != s.CurrentDB:
+		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("belongs to database %q, not %q", s.Database, s.CurrentDB), Fix: "choose another slot name, or connect to the slot's database"})
+	case s.WALStatus == "lost":
+		ps = append(ps, Problem{Subject: subject, Message: "was invalidated: the WAL it needed was removed (max_slot_wal_keep_size), changes were lost",
+			Fix: "drop the slot (SELECT pg_drop_replication_slot('" + cfg.Slot + "')) and resync the pipeline's tables (they will be backfilled again)"})
+	}
+	if !p.Exists {
+		ps = append(ps, Problem{Subject: "publication " + cfg.Publication,
+			Message: fmt.Sprintf("does not exist but slot %s does: a publication created after the slot cannot decode the WAL the slot still holds", cfg.Slot),
+			Fix:     fmt.Sprintf("drop the slot (SELECT pg_drop_replication_slot('%s')) so both are created again and the tables are backfilled, or create the publication under its original name", cfg.Slot)})
+	}
+	return ps
+}

@@ -1,0 +1,254 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// typeInfo is what the Arrow mapping needs to know about a column's type beyond its OID.
+type typeInfo struct {
+	BaseOID      uint32 // the type itself, or a domain's base type (through nested domains)
+	Category     string // pg_type.typcategory of the base type
+	ElemOID      uint32 // for arrays: the element type (a domain element resolved to its base)
+	ElemCategory string // for arrays: the element type's category
+}
+
+// querier is the part of *pgx.Conn the catalog lookups use.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// typeResolver looks types up in pg_type and caches them. Type OIDs never change meaning while
+// the type exists, so the cache is never invalidated. It is not safe for concurrent use.
+type typeResolver struct {
+	q     querier
+	cache map[uint32]typeInfo
+	names map[[2]int64]string
+}
+
+func newTypeResolver(q querier) *typeResolver {
+	return &typeResolver{q: q, cache: map[uint32]typeInfo{}, names: map[[2]int64]string{}}
+}
+
+// baseType follows domains down to their base type and returns it with its category and element
+// type.
+func (r *typeResolver) baseType(ctx context.Context, oid uint32) (uint32, string, uint32, error) {
+	for depth := 0; depth < 32; depth++ {
+		var (
+			typtype, category string
+			base, elem        uint32
+		)
+		err := r.q.QueryRow(ctx,
+			`SELECT typtype::text, typbasetype, typcategory::text, typelem FROM pg_catalog.pg_type WHERE oid = $1`,
+			oid).Scan(&typtype, &base, &category, &elem)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, "", 0, fmt.Errorf("looking up type %d: no such type (dropped?)", oid)
+		}
+		if err != nil {
+			return 0, "", 0, fmt.Errorf("looking up type %d: %w", oid, err)
+		}
+		if typtype != "d" {
+			return oid, category, elem, nil
+		}
+		oid = base
+	}
+	return 0, "", 0, fmt.Errorf("looking up type %d: domains nested too deeply", oid)
+}
+
+// info returns the type facts of oid, from the cache when known.
+func (r *typeResolver) info(ctx context.Context, oid uint32) (typeInfo, error) {
+	if ti, ok := r.cache[oid]; ok {
+		return ti, nil
+	}
+	base, category, elem, err := r.baseType(ctx, oid)
+	if err != nil {
+		return typeInfo{}, err
+	}
+	ti := typeInfo{BaseOID: base, Category: category}
+	if category == "A" && elem != 0 {
+		eb, ec, _, err := r.baseType(ctx, elem)
+		if err != nil {
+			return typeInfo{}, err
+		}
+		ti.ElemOID, ti.ElemCategory = eb, ec
+	}
+	r.cache[oid] = ti
+	return ti, nil
+}
+
+// name returns format_type(oid, typmod).
+func (r *typeResolver) name(ctx context.Context, oid uint32, typmod int32) (string, error) {
+	k := [2]int64{int64(oid), int64(typmod)}
+	if n, ok := r.names[k]; ok {
+		return n, nil
+	}
+	var n string
+	if err := r.q.QueryRow(ctx, `SELECT pg_catalog.format_type($1, $2)`, oid, typmod).Scan(&n); err != nil {
+		return "", fmt.Errorf("formatting type %d: %w", oid, err)
+	}
+	r.names[k] = n
+	return n, nil
+}
+
+// column builds a batch.Column for an attribute of type oid with typmod.
+func (r *typeResolver) column(ctx context.Context, name string, oid uint32, typmod int32) (batch.Column, error) {
+	ti, err := r.info(ctx, oid)
+	if err != nil {
+		return batch.Column{}, fmt.Errorf("column %s: %w", name, err)
+	}
+	tn, err := r.name(ctx, oid, typmod)
+	if err != nil {
+		return batch.Column{}, fmt.Errorf("column %s: %w", name, err)
+	}
+	return batch.Column{
+		Name:         name,
+		TypeOID:      ti.BaseOID,
+		TypeName:     tn,
+		TypeMod:      typmod,
+		Category:     ti.Category,
+		ElemOID:      ti.ElemOID,
+		ElemCategory: ti.ElemCategory,
+	}, nil
+}
+
+// tableInfo is what the catalog says about one table: its columns and its identity.
+type tableInfo struct {
+	Name     batch.TableName
+	Exists   bool
+	Kind     string // pg_class.relkind
+	Identity string // pg_class.relreplident: d (default), n (nothing), f (full), i (index)
+	Columns  []attr // in attnum order; dropped and generated columns excluded
+	PK       []string
+	IdentIdx []string // the columns of the replica identity index when Identity is i
+	Tuples   float64  // pg_class.reltuples: an estimate, -1 when never analyzed
+	CanRead  bool     // SELECT privilege
+	IsOwner  bool     // the current role is (a member of) the owner
+}
+
+// attr is one column as pg_attribute holds it.
+type attr struct {
+	Name    string
+	TypeOID uint32
+	TypeMod int32
+	NotNull bool
+}
+
+func (t tableInfo) hasColumn(name string) (attr, bool) {
+	for _, a := range t.Columns {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return attr{}, false
+}
+
+// readTable reads the catalog facts of one table. A table that does not exist gives Exists false
+// and no error.
+func readTable(ctx context.Context, q querier, name batch.TableName) (tableInfo, error) {
+	ti := tableInfo{Name: name}
+	var oid uint32
+	err := q.QueryRow(ctx, `
+SELECT c.oid, c.relkind::text, c.relreplident::text, c.reltuples::float8,
+       has_table_privilege(c.oid, 'SELECT'), pg_has_role(c.relowner, 'USAGE')
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = $2`, name.Schema, name.Name).
+		Scan(&oid, &ti.Kind, &ti.Identity, &ti.Tuples, &ti.CanRead, &ti.IsOwner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ti, nil
+	}
+	if err != nil {
+		return ti, fmt.Errorf("reading catalog of table %s: %w", name, err)
+	}
+	ti.Exists = true
+	rows, err := q.Query(ctx, `
+SELECT attname, atttypid, atttypmod, attnotnull FROM pg_catalog.pg_attribute
+WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped AND attgenerated = ''
+ORDER BY attnum`, oid)
+	if err != nil {
+		return ti, fmt.Errorf("reading columns of table %s: %w", name, err)
+	}
+	ti.Columns, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (attr, error) {
+		var a attr
+		err := r.Scan(&a.Name, &a.TypeOID, &a.TypeMod, &a.NotNull)
+		return a, err
+	})
+	if err != nil {
+		return ti, fmt.Errorf("reading columns of table %s: %w", name, err)
+	}
+	if ti.PK, err = indexColumns(ctx, q, oid, "indisprimary"); err != nil {
+		return ti, fmt.Errorf("reading primary key of table %s: %w", name, err)
+	}
+	if ti.IdentIdx, err = indexColumns(ctx, q, oid, "indisreplident"); err != nil {
+		return ti, fmt.Errorf("reading replica identity index of table %s: %w", name, err)
+	}
+	return ti, nil
+}
+
+// indexColumns returns the columns, in index order, of the table's index flagged by flag
+// (indisprimary or indisreplident); nil when there is none.
+func indexColumns(ctx context.Context, q querier, rel uint32, flag string) ([]string, error) {
+	rows, err := q.Query(ctx, `
+SELECT a.attname FROM pg_catalog.pg_index i
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = $1 AND i.`+flag+`
+ORDER BY k.ord`, rel)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// keyColumns decides the key of a table: the configured key, or the primary key.
+func keyColumns(t tableInfo, configured []string) []string {
+	if len(configured) > 0 {
+		return configured
+	}
+	return t.PK
+}
+
+// buildSchema turns catalog facts into the batch.Schema of the table, marking key columns.
+func buildSchema(ctx context.Context, r *typeResolver, t tableInfo, key []string) (batch.Schema, error) {
+	s := batch.Schema{Table: t.Name, Columns: make([]batch.Column, 0, len(t.Columns))}
+	for _, a := range t.Columns {
+		c, err := r.column(ctx, a.Name, a.TypeOID, a.TypeMod)
+		if err != nil {
+			return batch.Schema{}, fmt.Errorf("table %s: %w", t.Name, err)
+		}
+		c.NotNull = a.NotNull
+		c.Key = slices.Contains(key, a.Name)
+		s.Columns = append(s.Columns, c)
+	}
+	return s, nil
+}
+
+// DiscoverSchema reads the schema of one table from the catalog of the database conn is
+// connected to: columns in attnum order (dropped and generated columns excluded, as pgoutput
+// does), their types resolved through domains, and the key (key, or the primary key when key is
+// empty). It returns a permanent error when the table does not exist or has no key.
+func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, key []string) (batch.Schema, error) {
+	ti, err := readTable(ctx, conn, table)
+	if err != nil {
+		return batch.Schema{}, err
+	}
+	if !ti.Exists {
+		return batch.Schema{}, permanentf("table %s does not exist: create it or remove it from the pipeline's tables", table)
+	}
+	k := keyColumns(ti, key)
+	if len(k) == 0 {
+		return batch.Schema{}, permanentf("table %s has no primary key: add one, or name a key for it in the pipeline config", table)
+	}
+	for _, name := range k {
+		if _, ok := ti.hasColumn(name); !ok {
+			return batch.Schema{}, permanentf("table %s has no column %q named in its key: fix the key in the pipeline config", table, name)
+		}
+	}
+	return buildSchema(ctx, newTypeResolver(conn), ti, k)
+}

@@ -1,0 +1,164 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Info is what Setup learned about the source.
+type Info struct {
+	ID batch.SourceID // system identifier, timeline and slot: stored with every position
+	// Schemas holds the schema of every configured table, in the order of Config.Tables.
+	Schemas []batch.Schema
+	// ConfirmedLSN is the slot's confirmed_flush_lsn: the stream can deliver transactions that
+	// commit at or after it, nothing older. A table whose committed position is older cannot
+	// resume from the stream and must be resynced.
+	ConfirmedLSN uint64
+	SlotCreated  bool // Setup created the slot (a new pipeline: every table needs a backfill)
+}
+
+// Setup prepares the source for a pipeline: it runs the preflight checks (returning a permanent
+// *PreflightError naming every problem), creates the publication or adds missing tables to it,
+// creates the logical slot (pgoutput) when missing, identifies the system and discovers the
+// tables' schemas. It is idempotent: on an existing pipeline it validates and changes nothing.
+// The publication is created before the slot, since a slot can only decode WAL written after its
+// publication exists.
+func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
+	if err := cfg.Validate(); err != nil {
+		return Info{}, permanent(err)
+	}
+	conn, err := connect(ctx, cfg.DSN)
+	if err != nil {
+		return Info{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	problems, err := check(ctx, conn, cfg)
+	if err != nil {
+		return Info{}, err
+	}
+	if len(problems) > 0 {
+		return Info{}, permanent(&PreflightError{Problems: problems})
+	}
+	if err := ensurePublication(ctx, conn, cfg, log); err != nil {
+		return Info{}, err
+	}
+	info := Info{}
+	if info.SlotCreated, err = ensureSlot(ctx, conn, cfg.Slot, log); err != nil {
+		return Info{}, err
+	}
+	if info.ID, err = Identify(ctx, cfg); err != nil {
+		return Info{}, err
+	}
+	s, err := readSlot(ctx, conn, cfg.Slot)
+	if err != nil {
+		return Info{}, err
+	}
+	info.ConfirmedLSN = s.Confirmed
+	for _, tc := range cfg.Tables {
+		schema, err := DiscoverSchema(ctx, conn, tc.Table, tc.Key)
+		if err != nil {
+			return Info{}, err
+		}
+		info.Schemas = append(info.Schemas, schema)
+	}
+	return info, nil
+}
+
+// Identify runs IDENTIFY_SYSTEM on a replication connection and returns the source identity of
+// the pipeline's slot.
+func Identify(ctx context.Context, cfg Config) (batch.SourceID, error) {
+	rconn, err := connectReplication(ctx, cfg.DSN)
+	if err != nil {
+		return batch.SourceID{}, err
+	}
+	defer rconn.Close(context.WithoutCancel(ctx))
+	sys, err := pglogrepl.IdentifySystem(ctx, rconn)
+	if err != nil {
+		return batch.SourceID{}, fmt.Errorf("identifying the source system: %w", err)
+	}
+	return batch.SourceID{SystemID: sys.SystemID, Timeline: sys.Timeline, Slot: cfg.Slot}, nil
+}
+
+// ensurePublication creates the publication FOR TABLE the configured tables, or adds the tables
+// it lacks.
+func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slog.Logger) error {
+	pub, err := readPublication(ctx, conn, cfg.Publication)
+	if err != nil {
+		return err
+	}
+	if !pub.Exists {
+		names := make([]string, len(cfg.Tables))
+		for i, t := range cfg.Tables {
+			names[i] = quoteTable(t.Table)
+		}
+		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate')",
+			quoteIdent(cfg.Publication), strings.Join(names, ", "))
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
+		}
+		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(names)))
+		return nil
+	}
+	if pub.AllTables {
+		return nil
+	}
+	for _, t := range cfg.Tables {
+		if _, ok := pub.Tables[t.Table.String()]; ok {
+			continue
+		}
+		sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), quoteTable(t.Table))
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("adding table %s to publication %s: %w", t.Table, cfg.Publication, err)
+		}
+		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, t.Table.String()))
+	}
+	return nil
+}
+
+// ensureSlot creates the pipeline's logical slot with pgoutput when it does not exist.
+func ensureSlot(ctx context.Context, conn *pgx.Conn, name string, log *slog.Logger) (bool, error) {
+	s, err := readSlot(ctx, conn, name)
+	if err != nil {
+		return false, err
+	}
+	if s.Exists {
+		return false, nil
+	}
+	var lsn string
+	if err := conn.QueryRow(ctx, `SELECT lsn::text FROM pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')`, name).Scan(&lsn); err != nil {
+		return false, fmt.Errorf("creating replication slot %s: %w", name, err)
+	}
+	log.Info("created replication slot", slog.String(logSlot, name), slog.String(logLSN, lsn))
+	return true, nil
+}
+
+// Teardown drops the pipeline's slot and publication, when they exist. The slot must not be in
+// use. Dropping the slot releases the WAL it retains; the pipeline's tables will need a backfill
+// if it is set up again.
+func Teardown(ctx context.Context, cfg Config) error {
+	conn, err := connect(ctx, cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	s, err := readSlot(ctx, conn, cfg.Slot)
+	if err != nil {
+		return err
+	}
+	if s.Exists {
+		if _, err := conn.Exec(ctx, `SELECT pg_catalog.pg_drop_replication_slot($1)`, cfg.Slot); err != nil {
+			return fmt.Errorf("dropping replication slot %s: %w", cfg.Slot, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, "DROP PUBLICATION IF EXISTS "+quoteIdent(cfg.Publication)); err != nil {
+		return fmt.Errorf("dropping publication %s: %w", cfg.Publication, err)
+	}
+	return nil
+}

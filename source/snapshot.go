@@ -1,0 +1,245 @@
+package source
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// Snapshot is an exported snapshot whose LSN is exact with respect to the pipeline slot's stream,
+// and a connection that reads tables under it.
+//
+// It is made as Postgres' own table synchronization makes one: a temporary logical slot created
+// with EXPORT_SNAPSHOT on a replication connection that stays open (and idle) while the snapshot
+// is read. The slot's consistent point is the snapshot's LSN S: the snapshot sees exactly the
+// transactions whose commit record lies before S, and a logical slot delivers exactly the
+// transactions whose commit LSN is at or after its start. So for the pipeline slot, whose stream
+// positions are (commit LSN, sequence from 1):
+//
+//   - a change with commit LSN < S is contained in the snapshot: skip it for a table whose
+//     snapshot is S;
+//   - a change with commit LSN >= S follows the snapshot: apply it after the snapshot rows.
+//
+// Snapshot rows carry the position (S, 0), which sorts below every stream position (S, n>=1)
+// of a transaction committing at S, and above every position of a transaction committing
+// before S. Comparing positions is therefore the whole rule: no gap, no overlap.
+//
+// A Snapshot is safe for concurrent use; reads are serialized on one connection.
+type Snapshot struct {
+	mu    sync.Mutex
+	rconn *pgconn.PgConn // holds the exported snapshot and the temporary slot
+	conn  *pgconn.PgConn // a REPEATABLE READ transaction that imported the snapshot
+	name  string
+	lsn   uint64
+	ts    time.Time
+	slot  string
+}
+
+// OpenSnapshot exports a snapshot and opens a transaction that reads under it.
+//
+// The pipeline slot must not have confirmed past the snapshot's LSN, or the changes between
+// would be lost for the tables read from this snapshot: before calling, the caller must already
+// hold the tables it backfills as outstanding at a position no higher than the slot's confirmed
+// position (the reader's Confirmed, or Info.ConfirmedLSN), and hold them at LSN() afterwards
+// until their snapshot rows are committed. OpenSnapshot checks the slot and fails when it has
+// moved past.
+func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, permanent(err)
+	}
+	rconn, err := connectReplication(ctx, cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			rconn.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := "sluice_snap_" + hex.EncodeToString(suffix[:])
+	res, err := pglogrepl.CreateReplicationSlot(ctx, rconn, tmp, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Temporary: true, SnapshotAction: "EXPORT_SNAPSHOT"})
+	if err != nil {
+		return nil, fmt.Errorf("creating temporary slot to export a snapshot: %w", err)
+	}
+	lsn, err := parseLSN(res.ConsistentPoint)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := connConfig(cfg.DSN, false)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgconn.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to read the snapshot: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(res.SnapshotName)
+	if _, err := conn.Exec(ctx, begin).ReadAll(); err != nil {
+		return nil, fmt.Errorf("importing snapshot %s: %w", res.SnapshotName, err)
+	}
+	s = &Snapshot{rconn: rconn, conn: conn, name: res.SnapshotName, lsn: lsn, slot: tmp}
+	row, err := s.queryRow(ctx, `SELECT now()::text, (SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots WHERE slot_name = $1)`, []byte(cfg.Slot))
+	if err != nil {
+		return nil, fmt.Errorf("reading the snapshot's time: %w", err)
+	}
+	if s.ts, err = time.Parse("2006-01-02 15:04:05.999999-07", string(row[0])); err != nil {
+		return nil, fmt.Errorf("parsing the snapshot's time %q: %w", row[0], err)
+	}
+	if row[1] != nil {
+		confirmed, err := parseLSN(string(row[1]))
+		if err != nil {
+			return nil, err
+		}
+		if confirmed > lsn {
+			return nil, fmt.Errorf("slot %s has confirmed %s, past the snapshot's %s: the changes between would be lost; hold the safe position at or below the slot's confirmed position while a snapshot is opened",
+				cfg.Slot, formatLSN(confirmed), formatLSN(lsn))
+		}
+	}
+	return s, nil
+}
+
+// LSN returns the snapshot's consistent LSN: snapshot rows have position (LSN, 0).
+func (s *Snapshot) LSN() uint64 { return s.lsn }
+
+// Name returns the exported snapshot's name (SET TRANSACTION SNAPSHOT), valid until Close.
+func (s *Snapshot) Name() string { return s.name }
+
+// Time returns the time the snapshot was taken, the CommitTS of its rows.
+func (s *Snapshot) Time() time.Time { return s.ts }
+
+// Close ends the reading transaction and closes both connections, which drops the temporary
+// slot. It is idempotent.
+func (s *Snapshot) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	_, _ = s.conn.Exec(ctx, "COMMIT").ReadAll()
+	err1 := s.conn.Close(ctx)
+	err2 := s.rconn.Close(ctx)
+	s.conn, s.rconn = nil, nil
+	if err1 != nil {
+		return fmt.Errorf("closing snapshot connection: %w", err1)
+	}
+	if err2 != nil {
+		return fmt.Errorf("closing snapshot replication connection: %w", err2)
+	}
+	return nil
+}
+
+// Estimate returns the number of rows of the table for progress: pg_class.reltuples, or an exact
+// count under the snapshot when the table was never analyzed.
+func (s *Snapshot) Estimate(ctx context.Context, table batch.TableName) (int64, error) {
+	row, err := s.queryRow(ctx, `SELECT reltuples::bigint FROM pg_catalog.pg_class WHERE oid = $1::regclass`, []byte(quoteTable(table)))
+	if err != nil {
+		return 0, fmt.Errorf("estimating rows of table %s: %w", table, err)
+	}
+	n, err := strconv.ParseInt(string(row[0]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("estimating rows of table %s: %w", table, err)
+	}
+	if n >= 0 {
+		return n, nil
+	}
+	if row, err = s.queryRow(ctx, "SELECT count(*) FROM "+quoteTable(table)); err != nil {
+		return 0, fmt.Errorf("counting rows of table %s: %w", table, err)
+	}
+	return strconv.ParseInt(string(row[0]), 10, 64)
+}
+
+// ReadChunk reads up to limit rows of the table in key order, after the row whose values are
+// after (the Values of the last row of the previous chunk; nil for the first chunk). Rows come
+// as OpSnapshot changes at (LSN, 0) with values in the text form the stream uses. Fewer than
+// limit rows means the table is done. The schema must be the one the snapshot sees.
+func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int) ([]batch.Change, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("reading table %s: chunk size must be positive, got %d", schema.Table, limit)
+	}
+	sql, err := chunkQuery(schema, after != nil, limit)
+	if err != nil {
+		return nil, permanent(err)
+	}
+	var params [][]byte
+	if after != nil {
+		if len(after) != len(schema.Columns) {
+			return nil, fmt.Errorf("reading table %s: the previous row has %d values, the schema %d columns", schema.Table, len(after), len(schema.Columns))
+		}
+		for _, k := range keyIndexes(schema) {
+			params = append(params, after[k].Text)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil, fmt.Errorf("reading table %s: snapshot is closed", schema.Table)
+	}
+	rr := s.conn.ExecParams(ctx, sql, params, nil, nil, nil)
+	if n := len(rr.FieldDescriptions()); n != len(schema.Columns) && n != 0 {
+		_, _ = rr.Close()
+		return nil, fmt.Errorf("reading table %s: got %d columns, the schema has %d", schema.Table, n, len(schema.Columns))
+	}
+	changes := make([]batch.Change, 0, limit)
+	pos := batch.Position{LSN: s.lsn}
+	for rr.NextRow() {
+		changes = append(changes, batch.Change{Op: batch.OpSnapshot, Pos: pos, CommitTS: s.ts, Values: copyRow(rr.Values())})
+	}
+	if _, err := rr.Close(); err != nil {
+		return nil, fmt.Errorf("reading table %s under snapshot %s: %w", schema.Table, s.name, err)
+	}
+	return changes, nil
+}
+
+// copyRow copies a row's values out of the connection's buffer into one allocation.
+func copyRow(raw [][]byte) []batch.Value {
+	n := 0
+	for _, v := range raw {
+		n += len(v)
+	}
+	buf := make([]byte, 0, n)
+	vals := make([]batch.Value, len(raw))
+	for i, v := range raw {
+		if v == nil {
+			vals[i].Null = true
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, v...)
+		vals[i].Text = buf[start:len(buf):len(buf)]
+	}
+	return vals
+}
+
+// queryRow runs sql with text parameters and returns its single row's values (copied).
+func (s *Snapshot) queryRow(ctx context.Context, sql string, params ...[]byte) ([][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil, fmt.Errorf("snapshot is closed")
+	}
+	res := s.conn.ExecParams(ctx, sql, params, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	if len(res.Rows) != 1 {
+		return nil, fmt.Errorf("want 1 row, got %d", len(res.Rows))
+	}
+	return res.Rows[0], nil
+}

@@ -1,0 +1,367 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// SafeFunc reports what the caller has not yet durably committed: the lowest position of any
+// change it holds (buffered, staged, or committing; for a table being backfilled, the snapshot's
+// position) and whether it holds anything at all. The reader confirms the slot up to the commit
+// LSN of that position, never past it; when nothing is outstanding it confirms its own position.
+// The reader calls it from its receiving goroutine, concurrently with the handler: it must be
+// safe for concurrent use, and it must count a change as held from before the handler returns
+// for it.
+type SafeFunc func() (lowest batch.Position, outstanding bool)
+
+// Handler receives the stream's events, one at a time, in stream order, on the goroutine that
+// called Run. Values in an event are not reused by the reader: the handler may keep them. A
+// non-nil error stops Run, which returns it.
+type Handler func(ctx context.Context, ev Event) error
+
+// StreamOptions configure a Reader.
+type StreamOptions struct {
+	// Start is the LSN to stream from: transactions that commit at or after it are delivered
+	// (unless the slot has confirmed further). 0 means the slot's confirmed position.
+	Start uint64
+	// Schemas are the pipeline's tables as discovered (Info.Schemas, or schemas carried from an
+	// earlier run). Changes follow them until a SchemaEvent says otherwise; changes of other
+	// tables are ignored. Empty means every table of the publication is reported.
+	Schemas []batch.Schema
+	// Safe is required: see SafeFunc.
+	Safe SafeFunc
+	// StatusInterval is how often a standby status update is sent (default 5s, at most 10s),
+	// also while the handler is busy.
+	StatusInterval time.Duration
+	// ProgressInterval is how often a ProgressEvent comes when nothing else does (default 1s).
+	ProgressInterval time.Duration
+	// ReadAhead is how many messages are received ahead of the handler (default 256). It bounds
+	// the reader's memory together with the size of one message.
+	ReadAhead int
+	Logger    *slog.Logger
+}
+
+// Reader streams a pipeline's slot: START_REPLICATION with pgoutput protocol version 1, decoding,
+// keepalives, and standby status updates that confirm only what the caller's SafeFunc allows.
+type Reader struct {
+	cfg  Config
+	opts StreamOptions
+	log  *slog.Logger
+
+	readerLSN atomic.Uint64 // the position confirmable when the caller holds nothing
+	confirmed atomic.Uint64 // the last flush position sent
+}
+
+// NewReader checks the options; it connects to nothing (Run does).
+func NewReader(cfg Config, opts StreamOptions) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, permanent(err)
+	}
+	if opts.Safe == nil {
+		return nil, errors.New("stream options: Safe is required")
+	}
+	if opts.StatusInterval <= 0 || opts.StatusInterval > 10*time.Second {
+		opts.StatusInterval = 5 * time.Second
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = time.Second
+	}
+	if opts.ReadAhead <= 0 {
+		opts.ReadAhead = 256
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reader{cfg: cfg, opts: opts, log: log.With(slog.String(logSlot, cfg.Slot))}, nil
+}
+
+// Confirmed returns the last flush position the reader sent to the server (0 before the first).
+func (r *Reader) Confirmed() uint64 { return r.confirmed.Load() }
+
+// wireMsg is one message received from the server, parsed, on its way to the handler.
+type wireMsg struct {
+	msg       pglogrepl.Message                  // a pgoutput message, or nil
+	keepalive *pglogrepl.PrimaryKeepaliveMessage // or a keepalive
+}
+
+// Run connects, starts replication and calls h for every event until ctx is cancelled (it then
+// returns ctx.Err()), h fails, or the connection fails. It sends a last status update and closes
+// its connections before returning. Run may be called again after it returns (the stream
+// restarts from the slot); it must not run twice at the same time.
+func (r *Reader) Run(ctx context.Context, h Handler) error {
+	conn, err := connect(ctx, r.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	s, err := readSlot(ctx, conn, r.cfg.Slot)
+	if err != nil {
+		return err
+	}
+	if !s.Exists {
+		return permanentf("replication slot %s does not exist: run the pipeline's setup (it creates the slot); if it was dropped, the tables must be resynced", r.cfg.Slot)
+	}
+	start := max(r.opts.Start, s.Confirmed)
+	r.readerLSN.Store(start)
+	r.confirmed.Store(s.Confirmed)
+
+	rconn, err := connectReplication(ctx, r.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer rconn.Close(context.WithoutCancel(ctx))
+	args := []string{"proto_version '1'", "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication))}
+	err = pglogrepl.StartReplication(ctx, rconn, r.cfg.Slot, pglogrepl.LSN(start), pglogrepl.StartReplicationOptions{PluginArgs: args})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
+			return fmt.Errorf("starting replication on slot %s: %w (%s)", r.cfg.Slot, ErrSlotInUse, pgErr.Message)
+		}
+		return fmt.Errorf("starting replication on slot %s at %s: %w", r.cfg.Slot, formatLSN(start), err)
+	}
+	r.log.Info("replication started", slog.String(logLSN, formatLSN(start)))
+
+	resolver := newTypeResolver(conn)
+	dec := newDecoder(resolver.column, r.opts.Schemas, r.log)
+	msgs := make(chan wireMsg, r.opts.ReadAhead)
+	wctx, cancel := context.WithCancel(ctx)
+	var (
+		wg      sync.WaitGroup
+		recvErr = make(chan error, 1)
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		recvErr <- r.receive(wctx, rconn, msgs)
+	}()
+	err = r.dispatch(ctx, dec, msgs, recvErr, h)
+	cancel()
+	wg.Wait()
+	// A last status update, so a clean stop does not leave confirmable WAL behind.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer scancel()
+	if serr := r.sendStatus(sctx, rconn); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// dispatch decodes messages and calls the handler until ctx ends, the receiver fails or the
+// handler fails.
+func (r *Reader) dispatch(ctx context.Context, dec *decoder, msgs <-chan wireMsg, recvErr <-chan error, h Handler) error {
+	tick := time.NewTicker(r.opts.ProgressInterval)
+	defer tick.Stop()
+	emit := func(ev Event) error {
+		if err := h(ctx, ev); err != nil {
+			return err
+		}
+		if c, ok := ev.(*CommitEvent); ok {
+			r.advance(c.EndLSN)
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-recvErr:
+			return err
+		case m := <-msgs:
+			if m.keepalive != nil {
+				// The server's WAL end is confirmable only between transactions: within one it
+				// is past the commit of the transaction being sent.
+				if dec.inTxn {
+					continue
+				}
+				r.advance(uint64(m.keepalive.ServerWALEnd))
+				if err := h(ctx, &ProgressEvent{ReaderLSN: r.readerLSN.Load()}); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := dec.decode(ctx, m.msg, emit); err != nil {
+				return err
+			}
+		case <-tick.C:
+			if err := h(ctx, &ProgressEvent{ReaderLSN: r.readerLSN.Load(), InTxn: dec.inTxn}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// advance moves the reader's own position forward to lsn.
+func (r *Reader) advance(lsn uint64) {
+	for {
+		cur := r.readerLSN.Load()
+		if lsn <= cur || r.readerLSN.CompareAndSwap(cur, lsn) {
+			return
+		}
+	}
+}
+
+// receive owns the replication connection: it reads messages, hands them to dispatch, answers
+// keepalives and sends status updates every StatusInterval, also while dispatch is busy.
+func (r *Reader) receive(ctx context.Context, conn *pgconn.PgConn, out chan<- wireMsg) error {
+	next := time.Now().Add(r.opts.StatusInterval)
+	// One deadline context per status period, not one per message: receiving a large
+	// transaction is a million calls.
+	dl := &deadline{}
+	defer dl.stop()
+	for {
+		if !time.Now().Before(next) {
+			if err := r.sendStatus(ctx, conn); err != nil {
+				return err
+			}
+			next = time.Now().Add(r.opts.StatusInterval)
+		}
+		raw, err := conn.ReceiveMessage(dl.until(ctx, next))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if pgconn.Timeout(err) {
+				continue
+			}
+			return fmt.Errorf("receiving from replication slot %s: %w", r.cfg.Slot, err)
+		}
+		var m wireMsg
+		switch msg := raw.(type) {
+		case *pgproto3.CopyData:
+			if len(msg.Data) == 0 {
+				continue
+			}
+			switch msg.Data[0] {
+			case pglogrepl.PrimaryKeepaliveMessageByteID:
+				ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg.Data[1:])
+				if err != nil {
+					return fmt.Errorf("parsing keepalive: %w", err)
+				}
+				if ka.ReplyRequested {
+					if err := r.sendStatus(ctx, conn); err != nil {
+						return err
+					}
+					next = time.Now().Add(r.opts.StatusInterval)
+				}
+				m.keepalive = &ka
+			case pglogrepl.XLogDataByteID:
+				xld, err := pglogrepl.ParseXLogData(msg.Data[1:])
+				if err != nil {
+					return fmt.Errorf("parsing XLogData: %w", err)
+				}
+				// Parse copies what it keeps out of the connection's buffer, which the next
+				// receive reuses.
+				if m.msg, err = pglogrepl.Parse(xld.WALData); err != nil {
+					return fmt.Errorf("parsing pgoutput message at %s: %w", xld.WALStart, err)
+				}
+			default:
+				continue
+			}
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("replication slot %s: %w", r.cfg.Slot, pgconn.ErrorResponseToPgError(msg))
+		case *pgproto3.CopyDone:
+			return fmt.Errorf("replication slot %s: %w", r.cfg.Slot, ErrStreamEnded)
+		default:
+			continue
+		}
+		if err := r.forward(ctx, conn, out, m, &next); err != nil {
+			return err
+		}
+	}
+}
+
+// forward hands m to dispatch, sending status updates while it waits.
+func (r *Reader) forward(ctx context.Context, conn *pgconn.PgConn, out chan<- wireMsg, m wireMsg, next *time.Time) error {
+	select {
+	case out <- m:
+		return nil
+	default:
+	}
+	for {
+		t := time.NewTimer(time.Until(*next))
+		select {
+		case out <- m:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+			if err := r.sendStatus(ctx, conn); err != nil {
+				return err
+			}
+			*next = time.Now().Add(r.opts.StatusInterval)
+		}
+	}
+}
+
+// sendStatus sends a standby status update whose flush and apply positions are the safe
+// position: the commit LSN of the lowest change the caller holds, or the reader's own position
+// when it holds none; never lower than what was already confirmed.
+func (r *Reader) sendStatus(ctx context.Context, conn *pgconn.PgConn) error {
+	// Read the reader's position before asking the caller: a change handed over after this
+	// point commits at or after this position, so it cannot be confirmed by mistake.
+	own := r.readerLSN.Load()
+	low, outstanding := r.opts.Safe()
+	flush := safeFlush(own, r.confirmed.Load(), low, outstanding)
+	if flush == 0 {
+		return nil // nothing known yet; the library would replace a 0 flush by the write position
+	}
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: pglogrepl.LSN(max(own, flush)),
+		WALFlushPosition: pglogrepl.LSN(flush),
+		WALApplyPosition: pglogrepl.LSN(flush),
+	})
+	if err != nil {
+		return fmt.Errorf("sending standby status to slot %s: %w", r.cfg.Slot, err)
+	}
+	r.confirmed.Store(flush)
+	return nil
+}
+
+// deadline keeps one context with a deadline and renews it when the deadline changes.
+type deadline struct {
+	ctx    context.Context
+	at     time.Time
+	cancel context.CancelFunc
+}
+
+// until returns a context derived from parent that ends at t.
+func (d *deadline) until(parent context.Context, t time.Time) context.Context {
+	if d.ctx == nil || !d.at.Equal(t) {
+		d.stop()
+		d.ctx, d.cancel = context.WithDeadline(parent, t)
+		d.at = t
+	}
+	return d.ctx
+}
+
+func (d *deadline) stop() {
+	if d.cancel != nil {
+		d.cancel()
+	}
+}
+
+// safeFlush computes the flush position of a status update: the reader's own position own,
+// lowered to the commit LSN of the lowest outstanding change (that transaction is then sent
+// again after a restart, since a slot skips only transactions committing before its confirmed
+// position), and never below last, what was confirmed before.
+func safeFlush(own, last uint64, low batch.Position, outstanding bool) uint64 {
+	flush := own
+	if outstanding && low.LSN < flush {
+		flush = low.LSN
+	}
+	return max(flush, last)
+}
