@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -33,7 +34,7 @@ const (
 type Config struct {
 	Catalog CatalogConfig `mapstructure:"catalog" json:"catalog"`
 	// Warehouse is where table data and metadata live: file:///abs/dir or s3://bucket/prefix.
-	// A plain absolute path is taken as a local directory.
+	// A plain path is taken as a local directory.
 	Warehouse string   `mapstructure:"warehouse" json:"warehouse"`
 	S3        S3Config `mapstructure:"s3" json:"s3"`
 	// PartitionBuckets, when positive, partitions new tables by bucket(N) of the first key column.
@@ -75,8 +76,10 @@ func (c Config) withDefaults() Config {
 	if c.Catalog.Name == "" {
 		c.Catalog.Name = defaultCatalogName
 	}
-	if strings.HasPrefix(c.Warehouse, "/") {
-		c.Warehouse = "file://" + c.Warehouse
+	if c.Warehouse != "" && !strings.Contains(c.Warehouse, "://") {
+		if abs, err := filepath.Abs(c.Warehouse); err == nil {
+			c.Warehouse = "file://" + abs
+		}
 	}
 	if c.TargetFileSizeBytes == 0 {
 		c.TargetFileSizeBytes = 128 << 20

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -227,4 +226,3 @@ func diffRows(want, got map[int64]row) string {
 	}
 	return out
 }
-

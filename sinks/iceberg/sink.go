@@ -77,12 +77,12 @@ func (s *Sink) Close(context.Context) error {
 // every engine that writes the table too, and snapshot expiry left to Maintain.
 func (s *Sink) tableProps() iceberg.Properties {
 	return iceberg.Properties{
-		table.PropertyFormatVersion:      "2",
-		"write.delete.mode":              "merge-on-read",
-		"write.update.mode":              "merge-on-read",
-		"write.merge.mode":               "merge-on-read",
+		table.PropertyFormatVersion:       "2",
+		"write.delete.mode":               "merge-on-read",
+		"write.update.mode":               "merge-on-read",
+		"write.merge.mode":                "merge-on-read",
 		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(s.cfg.TargetFileSizeBytes, 10),
-		"sluice.managed":                 "true",
+		"sluice.managed":                  "true",
 	}
 }
 
