@@ -371,7 +371,7 @@ func slotProblems(cfg Config, s slot, p publication) []Problem {
 	case s.Plugin != "pgoutput":
 		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("uses output plugin %q, sluice needs pgoutput", s.Plugin), Fix: "choose another slot name for the pipeline"})
 	case s.Database != s.CurrentDB:
-		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("belongs to database %q, not %q", s.Database, s.CurrentDB), Fix: "choose another slot name, or connect to the slot's database"})
+		return []Problem{{Subject: subject, Message: fmt.Sprintf("belongs to database %q, not %q", s.Database, s.CurrentDB), Fix: "choose another slot name, or connect to the slot's database"}}
 	case s.WALStatus == "lost":
 		ps = append(ps, Problem{Subject: subject, Message: "was invalidated: the WAL it needed was removed (max_slot_wal_keep_size), changes were lost",
 			Fix: "drop the slot (SELECT pg_drop_replication_slot('" + cfg.Slot + "')) and resync the pipeline's tables (they will be backfilled again)"})
