@@ -213,6 +213,9 @@ func (s *Sink) commit(ctx context.Context, tbl *table.Table, b sinks.Batch, l la
 		s.removeFiles(ctx, tbl, written)
 		return classifyCommit(fmt.Errorf("staging the commit of %s at %s: %w", b.Spec.Target, b.Hi, err))
 	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(ctx)
+	}
 	if _, err := tx.Commit(ctx); err != nil {
 		if errors.Is(err, table.ErrCommitFailed) {
 			// A clean conflict: nothing was committed, the files are orphans.

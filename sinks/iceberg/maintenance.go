@@ -26,12 +26,17 @@ type MaintenanceOptions struct {
 	// MaxSnapshotAge: snapshots beyond RetainSnapshots that are older than this are expired, and
 	// their unreferenced files deleted. Zero expires them regardless of age.
 	MaxSnapshotAge time.Duration
+	// OrphanFileAge: files under the table's location that no snapshot references and that are
+	// older than this are deleted (files of failed commits whose outcome was unknown, so Apply
+	// could not remove them safely). Zero skips orphan cleanup. Keep it well above the longest
+	// commit: a younger unreferenced file may belong to a commit in flight.
+	OrphanFileAge time.Duration
 }
 
 // DefaultMaintenanceOptions are the settings the scheduled maintenance uses unless configured:
 // snapshots are kept for an hour so running readers are not cut off.
 func DefaultMaintenanceOptions() MaintenanceOptions {
-	return MaintenanceOptions{RetainSnapshots: 10, MaxSnapshotAge: time.Hour}
+	return MaintenanceOptions{RetainSnapshots: 10, MaxSnapshotAge: time.Hour, OrphanFileAge: 72 * time.Hour}
 }
 
 // MaintenanceResult says what Maintain did.
@@ -42,6 +47,7 @@ type MaintenanceResult struct {
 	RewrittenManifests  int // manifests replaced by the manifest rewrite
 	AddedManifests      int // manifests the rewrite wrote
 	ExpiredSnapshots    int // snapshots removed from the metadata
+	RemovedOrphanFiles  int // unreferenced files deleted
 	CompactionConflicts int // steps skipped because a batch was committed meanwhile
 }
 
@@ -65,7 +71,7 @@ func (s *Sink) Maintain(ctx context.Context, target string, opts MaintenanceOpti
 		opts.RetainSnapshots = 10
 	}
 	steps := []func(context.Context, *table.Table, MaintenanceOptions, *MaintenanceResult) error{
-		s.compact, s.rewriteManifests, s.expire,
+		s.compact, s.rewriteManifests, s.expire, s.removeOrphans,
 	}
 	for _, step := range steps {
 		tbl, err := s.cat.LoadTable(ctx, ident)
@@ -88,7 +94,7 @@ func (s *Sink) Maintain(ctx context.Context, target string, opts MaintenanceOpti
 	s.log.InfoContext(ctx, "maintained iceberg table", "target", target,
 		"removed_data_files", res.RemovedDataFiles, "added_data_files", res.AddedDataFiles,
 		"removed_delete_files", res.RemovedDeleteFiles, "rewritten_manifests", res.RewrittenManifests,
-		"expired_snapshots", res.ExpiredSnapshots)
+		"expired_snapshots", res.ExpiredSnapshots, "removed_orphan_files", res.RemovedOrphanFiles)
 	return res, nil
 }
 
@@ -178,5 +184,17 @@ func (s *Sink) expire(ctx context.Context, tbl *table.Table, opts MaintenanceOpt
 		return fmt.Errorf("committing snapshot expiry: %w", err)
 	}
 	res.ExpiredSnapshots += before - len(after.Metadata().Snapshots())
+	return nil
+}
+
+func (s *Sink) removeOrphans(ctx context.Context, tbl *table.Table, opts MaintenanceOptions, res *MaintenanceResult) error {
+	if opts.OrphanFileAge <= 0 {
+		return nil
+	}
+	out, err := tbl.DeleteOrphanFiles(ctx, table.WithFilesOlderThan(opts.OrphanFileAge))
+	if err != nil {
+		return fmt.Errorf("removing orphan files: %w", err)
+	}
+	res.RemovedOrphanFiles += len(out.OrphanFileLocations)
 	return nil
 }

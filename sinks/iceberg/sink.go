@@ -36,6 +36,9 @@ type Sink struct {
 	cat         catalog.Catalog
 	log         *slog.Logger
 	arrowSchema ArrowSchemaFunc
+
+	// beforeCommit, when set by a test, runs between writing a batch's files and committing them.
+	beforeCommit func(context.Context)
 }
 
 var _ sinks.Sink = (*Sink)(nil)

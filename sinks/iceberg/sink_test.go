@@ -1,7 +1,12 @@
 package iceberg
 
 import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
@@ -202,4 +207,59 @@ func TestEnsureTableEvolution(t *testing.T) {
 			t.Logf("error: %v", err)
 		})
 	}
+}
+
+// TestConcurrentCommitIsTransient: when another writer commits between Apply's read and its
+// commit (a zombie attempt of the same batch), the commit fails as a transient conflict, leaves
+// no orphan files, and the retry finds the batch covered.
+func TestConcurrentCommitIsTransient(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(ins(1, "a", 1))
+	b := h.batch(sinks.PhaseStream, upd(1, "a2", 2), ins(2, "b", 2))
+	h.sink.beforeCommit = func(ctx context.Context) {
+		h.sink.beforeCommit = nil
+		if err := h.sink.Apply(ctx, b); err != nil {
+			t.Errorf("the competing Apply: %v", err)
+		}
+	}
+	err := h.sink.Apply(t.Context(), b)
+	if err == nil || sinks.IsPoison(err) {
+		t.Fatalf("Apply that lost the race: %v, want a transient commit conflict", err)
+	}
+	t.Logf("conflict: %v", err)
+	if err := h.sink.Apply(t.Context(), b); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if d := diffRows(map[int64]row{1: {"a2", 2}, 2: {"b", 2}}, h.rows()); d != "" {
+		t.Errorf("after the race:\n%s", d)
+	}
+	// The loser's files are orphans (the catalog did not say the commit cleanly failed, so Apply
+	// left them); orphan cleanup in Maintain removes them.
+	before := countFiles(t, h.table().Location())
+	res, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{OrphanFileAge: time.Nanosecond, MinInputFiles: 100})
+	if err != nil {
+		t.Fatalf("Maintain: %v", err)
+	}
+	if after := countFiles(t, h.table().Location()); after != 4 {
+		t.Errorf("%d parquet files after orphan cleanup (from %d, %d removed), want the 4 live ones (2 data, 2 equality delete)", after, before, res.RemovedOrphanFiles)
+	}
+	if d := diffRows(map[int64]row{1: {"a2", 2}, 2: {"b", 2}}, h.rows()); d != "" {
+		t.Errorf("after orphan cleanup:\n%s", d)
+	}
+}
+
+func countFiles(t *testing.T, location string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(strings.TrimPrefix(location, "file://"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".parquet") {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
