@@ -1,0 +1,272 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// Commit holds the sink-side activities of a table: EnsureTable, LoadTable and CommitBatch.
+type Commit struct {
+	Sinks   SinkProvider
+	Staging *staging.Store
+	// Mem allocates the decoded batches; nil means memory.DefaultAllocator.
+	Mem memory.Allocator
+	// HeartbeatEvery is how often a running commit heartbeats; 0 means 10 seconds. The workflow's
+	// heartbeat timeout must be a few times longer.
+	HeartbeatEvery time.Duration
+}
+
+// EnsureTable creates or evolves the table's target in its sink. It is idempotent.
+func (a *Commit) EnsureTable(ctx context.Context, in TableConfig) error {
+	sink, err := a.Sinks.Sink(ctx, in.Sink)
+	if err != nil {
+		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
+	}
+	if err := sink.EnsureTable(ctx, in.Spec); err != nil {
+		if sinks.IsPoison(err) {
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("table %s: sink %s cannot create or evolve target %s: %v; fix the target or the table config, then send resume",
+					in.Table(), in.Sink.Name, in.Spec.Target, err), ErrTypePoisonBatch, err)
+		}
+		return fmt.Errorf("ensuring target %s of table %s: %w", in.Spec.Target, in.Table(), err)
+	}
+	return nil
+}
+
+// LoadTableResult is where a table stands: the sink's committed position and the staged batches
+// after it, in commit order.
+type LoadTableResult struct {
+	Position    batch.SourcePosition `json:"position"`
+	HasPosition bool                 `json:"has_position"` // false: the table needs a backfill
+	Staged      []staging.BatchRef   `json:"staged"`
+}
+
+// LoadTable reads the table's committed position from its sink and lists the staged batches the
+// sink does not hold yet. A new run of a TableWorkflow (first start, resume, restart after a lost
+// snapshot session) starts from it. Staged batches of another source than the committed position
+// are a non-retryable SourceMismatch error.
+func (a *Commit) LoadTable(ctx context.Context, in TableConfig) (LoadTableResult, error) {
+	sink, err := a.Sinks.Sink(ctx, in.Sink)
+	if err != nil {
+		return LoadTableResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
+	}
+	pos, ok, err := sink.Position(ctx, in.Spec)
+	if err != nil {
+		return LoadTableResult{}, fmt.Errorf("reading committed position of table %s: %w", in.Table(), err)
+	}
+	staged, err := a.Staging.ListAfter(ctx, in.Pipeline, in.Table(), pos, ok)
+	if errors.Is(err, batch.ErrDifferentSource) {
+		return LoadTableResult{}, sourceMismatch(in.Table(), err)
+	}
+	if err != nil {
+		return LoadTableResult{}, fmt.Errorf("loading table %s: %w", in.Table(), err)
+	}
+	return LoadTableResult{Position: pos, HasPosition: ok, Staged: staged}, nil
+}
+
+// CommitBatchInput names the batch to commit and its table.
+type CommitBatchInput struct {
+	Table TableConfig      `json:"table"`
+	Ref   staging.BatchRef `json:"ref"`
+}
+
+// CommitBatchResult says what a commit did.
+type CommitBatchResult struct {
+	// Position is the table's committed position afterwards (the batch's hi unless the batch was
+	// covered already or all its rows were).
+	Position batch.SourcePosition `json:"position"`
+	Rows     int64                `json:"rows"`    // rows applied
+	Dropped  int64                `json:"dropped"` // rows at or below the committed position, not re-applied
+	Skipped  bool                 `json:"skipped"` // the sink already held the whole batch
+}
+
+// CommitBatch commits one staged batch to the table's sink, idempotently by watermark: it reads
+// the committed position from the sink; a batch whose hi is covered is acknowledged and skipped;
+// a partly covered one has its rows at or below the committed position dropped; the rest is
+// applied together with hi in one atomic sink commit; then the staged file is acknowledged.
+// Running it again after any crash is safe. A poison batch becomes a non-retryable PoisonBatch
+// error naming the table, the batch's range and the cause; other failures are transient.
+func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBatchResult, error) {
+	ref := in.Ref
+	if ref.Pipeline != in.Table.Pipeline || ref.Table != in.Table.Table() {
+		return CommitBatchResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("batch %s was delivered to table %s of pipeline %s", ref, in.Table.Table(), in.Table.Pipeline),
+			"InvalidBatchRef", nil)
+	}
+	stop := a.heartbeat(ctx, ref)
+	defer stop()
+
+	sink, err := a.Sinks.Sink(ctx, in.Table.Sink)
+	if err != nil {
+		return CommitBatchResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, ref.Table, err)
+	}
+	pos, ok, covered, err := a.covered(ctx, sink, in)
+	if err != nil {
+		return CommitBatchResult{}, err
+	}
+	if covered {
+		if err := a.Staging.Acknowledge(ctx, ref); err != nil {
+			return CommitBatchResult{}, err
+		}
+		return CommitBatchResult{Position: pos, Skipped: true, Dropped: ref.Rows}, nil
+	}
+
+	rec, dropped, err := a.load(ctx, sink, in, pos, ok)
+	if errors.Is(err, errCommittedMeanwhile) {
+		return CommitBatchResult{Position: ref.Hi, Skipped: true, Dropped: ref.Rows}, nil
+	}
+	if err != nil {
+		return CommitBatchResult{}, err
+	}
+	defer rec.Release()
+
+	if rec.NumRows() == 0 {
+		// Every row is committed already: nothing to apply, the position stays.
+		if err := a.Staging.Acknowledge(ctx, ref); err != nil {
+			return CommitBatchResult{}, err
+		}
+		return CommitBatchResult{Position: pos, Dropped: dropped}, nil
+	}
+	err = sink.Apply(ctx, sinks.Batch{Spec: in.Table.Spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi})
+	if sinks.IsPoison(err) {
+		return CommitBatchResult{}, poisonBatch(ref, pos, ok, err)
+	}
+	if err != nil {
+		return CommitBatchResult{}, fmt.Errorf("applying batch %s to table %s: %w", ref.Range(), ref.Table, err)
+	}
+	if err := a.Staging.Acknowledge(ctx, ref); err != nil {
+		// Retried: the next attempt finds the batch covered and only acknowledges it.
+		return CommitBatchResult{}, err
+	}
+	activity.GetLogger(ctx).Info("committed batch", "table", ref.Table.String(), "lo", ref.Lo.Position.String(),
+		"hi", ref.Hi.Position.String(), "rows", rec.NumRows(), "dropped", dropped)
+	return CommitBatchResult{Position: ref.Hi, Rows: rec.NumRows(), Dropped: dropped}, nil
+}
+
+// covered reads the sink's position and reports whether it covers the whole batch.
+func (a *Commit) covered(ctx context.Context, sink sinks.Sink, in CommitBatchInput) (pos batch.SourcePosition, ok, covered bool, err error) {
+	pos, ok, err = sink.Position(ctx, in.Table.Spec)
+	if err != nil {
+		return pos, ok, false, fmt.Errorf("reading committed position of table %s: %w", in.Ref.Table, err)
+	}
+	if !ok {
+		return pos, ok, false, nil
+	}
+	c, err := in.Ref.Hi.Compare(pos)
+	if err != nil {
+		return pos, ok, false, sourceMismatch(in.Ref.Table, fmt.Errorf("batch %s: %w", in.Ref.Range(), err))
+	}
+	return pos, ok, c <= 0, nil
+}
+
+// errCommittedMeanwhile: the staged file is gone because a concurrent attempt committed it.
+var errCommittedMeanwhile = errors.New("batch committed by a concurrent attempt")
+
+// load reads the staged file and drops the rows the sink holds already. It returns
+// errCommittedMeanwhile when the file is gone because a concurrent attempt committed it.
+func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput, pos batch.SourcePosition, ok bool) (arrow.RecordBatch, int64, error) {
+	ref := in.Ref
+	data, err := a.Staging.ReadAll(ctx, ref)
+	if errors.Is(err, staging.ErrNotFound) {
+		// An earlier attempt that outlived its heartbeat may have committed and acknowledged it.
+		_, _, covered, cerr := a.covered(ctx, sink, in)
+		if cerr != nil {
+			return nil, 0, cerr
+		}
+		if covered {
+			return nil, 0, errCommittedMeanwhile
+		}
+		return nil, 0, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: batch %s is not committed and no longer staged at %s; resync the table (signal resync) to re-snapshot it",
+				ref.Table, ref.Range(), ref.URI), ErrTypeStagedBatchMissing, err)
+	}
+	if errors.Is(err, staging.ErrForeignURI) {
+		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStagedBatchMissing, err)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	mem := a.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	rec, err := readBatchFile(mem, data, ref)
+	if err != nil {
+		return nil, 0, poisonBatch(ref, pos, ok, fmt.Errorf("decoding staged file %s: %w", ref.URI, err))
+	}
+	if !ok {
+		return rec, 0, nil
+	}
+	if c, _ := ref.Lo.Compare(pos); c > 0 {
+		return rec, 0, nil
+	}
+	trimmed, dropped, err := dropCommitted(mem, rec, pos.Position)
+	rec.Release()
+	if err != nil {
+		return nil, 0, poisonBatch(ref, pos, ok, fmt.Errorf("reading row positions of staged file %s: %w", ref.URI, err))
+	}
+	return trimmed, dropped, nil
+}
+
+// heartbeat records a heartbeat now and every HeartbeatEvery until the returned stop is called,
+// so a worker that dies mid-commit is noticed after the heartbeat timeout, not the whole
+// start-to-close timeout.
+func (a *Commit) heartbeat(ctx context.Context, ref staging.BatchRef) (stop func()) {
+	every := a.HeartbeatEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	detail := ref.Range()
+	activity.RecordHeartbeat(ctx, detail)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, detail)
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// poisonBatch turns a poison cause into the non-retryable PoisonBatch error the table stops on.
+func poisonBatch(ref staging.BatchRef, pos batch.SourcePosition, ok bool, cause error) error {
+	at := "no committed position (backfill not finished)"
+	if ok {
+		at = "committed position " + pos.Position.String()
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("poison batch: table %s, batch %s (%d rows, %s): %v; the table stays at %s; fix the cause, then send resume",
+			ref.Table, ref.Range(), ref.Rows, ref.URI, cause, at),
+		ErrTypePoisonBatch, cause)
+}
+
+// sourceMismatch is the non-retryable error for positions of different sources.
+func sourceMismatch(table batch.TableName, err error) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("table %s: %v; the database, its timeline or the slot changed since the table was committed: resync the table (signal resync) to re-snapshot it from the current source",
+			table, err), ErrTypeSourceMismatch, err)
+}

@@ -1,0 +1,70 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// The types of the non-retryable ApplicationErrors activities return. Workflows match on them.
+const (
+	// ErrTypePoisonBatch: the sink cannot write a batch (unknown column, failed cast,
+	// constraint) or the staged file cannot be decoded. The table stops at its committed
+	// position until an operator fixes the cause and resumes.
+	ErrTypePoisonBatch = "PoisonBatch"
+	// ErrTypeSourceMismatch: a batch or a stored position belongs to another source (system id,
+	// timeline or slot) than the one it is compared with; their order is undefined.
+	ErrTypeSourceMismatch = "SourceMismatch"
+	// ErrTypeStagedBatchMissing: a batch that the sink does not hold is no longer staged.
+	ErrTypeStagedBatchMissing = "StagedBatchMissing"
+	// ErrTypeNotImplemented: the activity's body waits for a package that has not landed.
+	ErrTypeNotImplemented = "NotImplemented"
+)
+
+// SinkRef names a sink configured on the workers. Only the name travels in workflow inputs and
+// history; the sink's connection settings and credentials stay in the workers' configuration.
+type SinkRef struct {
+	Name string `json:"name"`
+}
+
+// TableConfig is one table of a pipeline as activities and the TableWorkflow see it.
+type TableConfig struct {
+	Pipeline string          `json:"pipeline"`
+	Spec     sinks.TableSpec `json:"spec"`
+	Sink     SinkRef         `json:"sink"`
+}
+
+// Table returns the source table's name.
+func (c TableConfig) Table() batch.TableName { return c.Spec.Schema.Table }
+
+// SinkProvider gives activities the sink a SinkRef names. The provider owns the sinks: it opens
+// them once, shares them across activities (a Sink is safe for concurrent use by different
+// tables) and closes them when the worker stops. Sink honours ctx and is safe for concurrent use.
+type SinkProvider interface {
+	Sink(ctx context.Context, ref SinkRef) (sinks.Sink, error)
+}
+
+// TableStarter makes sure a table's workflow runs and delivers batch references to it. Package
+// workflows implements it with signal-with-start on the table's deterministic workflow ID. Both
+// methods are idempotent and safe for concurrent use.
+type TableStarter interface {
+	// EnsureTable starts the table's workflow when it is not running. A table whose last run
+	// failed (a poison batch) is left stopped: it is the operator's to resume.
+	EnsureTable(ctx context.Context, table TableConfig) error
+	// SignalBatch delivers ref to the table's workflow, starting the workflow when it is not
+	// running (but not restarting a failed one, whose next run reloads ref from staging).
+	SignalBatch(ctx context.Context, table TableConfig, ref staging.BatchRef) error
+}
+
+// notImplemented is the error of an activity body that waits for another package.
+func notImplemented(activity, waitsFor string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("activity %s is not implemented yet: it waits for package %s", activity, waitsFor),
+		ErrTypeNotImplemented, errors.ErrUnsupported)
+}

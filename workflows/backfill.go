@@ -1,0 +1,104 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/activities"
+)
+
+// ErrTypeSnapshotSessionLost is the (retryable) failure type of a run whose snapshot session was
+// lost: the run fails, and the next run discards the partial snapshot and starts again.
+const ErrTypeSnapshotSessionLost = "SnapshotSessionLost"
+
+// backfill copies the table under an exported snapshot: DiscardSnapshot first (whatever a lost
+// earlier attempt left is never trusted), then BeginSnapshot, CopyChunk until done and
+// EndSnapshot in one session pinned to the worker holding the snapshot. The snapshot's position
+// becomes the table's position; queued batches at or below it are skipped or trimmed by
+// CommitBatch.
+func (t *table) backfill(ctx workflow.Context) error {
+	if err := t.setPhase(ctx, PhaseBackfill); err != nil {
+		return err
+	}
+	t.hasPosition = false
+	t.snapshot = &SnapshotProgress{}
+	actx := workflow.WithActivityOptions(ctx, shortActivity())
+	if err := workflow.ExecuteActivity(actx, snapshotActs.DiscardSnapshot, t.in.TableConfig).Get(ctx, nil); err != nil {
+		return err
+	}
+
+	sctx, err := workflow.CreateSession(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour, // unused by sessions; required by the options
+	}), &workflow.SessionOptions{
+		CreationTimeout:  10 * time.Minute,
+		ExecutionTimeout: 30 * 24 * time.Hour,
+		HeartbeatTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		return temporal.NewApplicationError(fmt.Sprintf("table %s: creating the snapshot session: %v", t.in.Table(), err),
+			ErrTypeSnapshotSessionLost, err)
+	}
+	defer workflow.CompleteSession(sctx)
+	sctx = workflow.WithActivityOptions(sctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    2 * time.Minute,
+		RetryPolicy:         RetryForever(),
+	})
+
+	var info activities.SnapshotInfo
+	begin := activities.BeginSnapshotInput{Table: t.in.TableConfig}
+	if err := workflow.ExecuteActivity(sctx, snapshotActs.BeginSnapshot, begin).Get(ctx, &info); err != nil {
+		return t.sessionError(sctx, "beginning the snapshot", err)
+	}
+	t.snapshot = &SnapshotProgress{EstimatedRows: info.EstimatedRows, Position: info.Position}
+	var after []string
+	for {
+		if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
+			return err
+		}
+		in := activities.CopyChunkInput{Table: t.in.TableConfig, Snapshot: info, After: after, MaxRows: t.opts.SnapshotChunkRows}
+		var res activities.CopyChunkResult
+		if err := workflow.ExecuteActivity(sctx, snapshotActs.CopyChunk, in).Get(ctx, &res); err != nil {
+			return t.sessionError(sctx, "copying a chunk", err)
+		}
+		t.snapshot.Rows += res.Rows
+		after = res.Last
+		if res.Done {
+			break
+		}
+	}
+	end := activities.EndSnapshotInput{Table: t.in.TableConfig, Snapshot: info}
+	if err := workflow.ExecuteActivity(sctx, snapshotActs.EndSnapshot, end).Get(ctx, nil); err != nil {
+		return t.sessionError(sctx, "ending the snapshot", err)
+	}
+	t.snapshot.Done = true
+	t.position, t.hasPosition = info.Position, true
+	t.rows += t.snapshot.Rows
+	return nil
+}
+
+// sessionError classifies a failure inside the snapshot session. Non-retryable activity errors
+// (a poison row, a missing implementation) pass through. Everything else means the session or
+// its worker is gone (activities in it retry forever otherwise): the run fails retryably and the
+// next run re-snapshots from a clean table.
+func (t *table) sessionError(sctx workflow.Context, step string, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		return err
+	}
+	state := "running"
+	if info := workflow.GetSessionInfo(sctx); info != nil && info.SessionState == workflow.SessionStateFailed {
+		state = "failed"
+	}
+	if errors.Is(err, workflow.ErrSessionFailed) {
+		state = "failed"
+	}
+	return temporal.NewApplicationError(
+		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the run fails, the next run discards the partial snapshot and starts again",
+			t.in.Table(), step, state, t.snapshot.Rows, t.snapshot.EstimatedRows, err),
+		ErrTypeSnapshotSessionLost, err)
+}

@@ -1,0 +1,198 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+var testSource = batch.SourceID{SystemID: "7312345678901234567", Timeline: 1, Slot: "sluice_p1"}
+
+func sp(lsn uint64) batch.SourcePosition {
+	return batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: lsn}}
+}
+
+var testTable = activities.TableConfig{
+	Pipeline: "p1",
+	Spec: sinks.TableSpec{
+		Target: "raw.orders",
+		Schema: batch.Schema{Table: batch.TableName{Schema: "shop", Name: "orders"}},
+	},
+	Sink: activities.SinkRef{Name: "lake"},
+}
+
+// ref is a staged batch of the test table covering [lo, hi].
+func ref(lo, hi uint64) staging.BatchRef {
+	return staging.BatchRef{
+		Pipeline: "p1", Table: testTable.Table(), Lo: sp(lo), Hi: sp(hi), Rows: int64(hi - lo + 1),
+		URI: fmt.Sprintf("file:///staging/p1/shop.orders/%d-%d.arrow", lo, hi), Phase: sinks.PhaseStream,
+	}
+}
+
+// world is what the mocked activities share: a sink with a committed position and a staging
+// area, behaving as the real CommitBatch does (skip covered, trim overlapping, apply, ack).
+type world struct {
+	mu        sync.Mutex
+	pos       batch.SourcePosition
+	hasPos    bool
+	staged    map[string]staging.BatchRef
+	applied   []string // ranges applied to the sink, in order, "lo..hi" (trimmed from lo' when partly covered)
+	calls     []string // activity names in call order
+	poison    map[string]error
+	chunks    int // chunks the snapshot has
+	copied    int // chunks copied by the current snapshot
+	loseAt    int // CopyChunk call (1-based, counted over all snapshots) that loses the session; 0 never
+	copyCalls int
+}
+
+func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
+	w := &world{hasPos: hasPos, pos: sp(pos), staged: map[string]staging.BatchRef{}, poison: map[string]error{}, chunks: 3}
+	for _, r := range staged {
+		w.staged[r.URI] = r
+	}
+	return w
+}
+
+func (w *world) call(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, name)
+}
+
+func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activities.CommitBatchResult, error) {
+	w.call("CommitBatch")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := in.Ref
+	if w.hasPos && !w.pos.Position.Less(r.Hi.Position) {
+		delete(w.staged, r.URI)
+		return activities.CommitBatchResult{Position: w.pos, Skipped: true}, nil
+	}
+	if err := w.poison[r.URI]; err != nil {
+		return activities.CommitBatchResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("poison batch: table %s, batch %s: %v", r.Table, r.Range(), err), activities.ErrTypePoisonBatch, err)
+	}
+	from := r.Lo.Position
+	if w.hasPos && !w.pos.Position.Less(from) {
+		from = batch.Position{LSN: w.pos.Position.LSN + 1}
+	}
+	w.applied = append(w.applied, fmt.Sprintf("%d..%d", from.LSN, r.Hi.Position.LSN))
+	w.pos, w.hasPos = r.Hi, true
+	delete(w.staged, r.URI)
+	return activities.CommitBatchResult{Position: r.Hi, Rows: r.Rows}, nil
+}
+
+func (w *world) load(_ context.Context, _ activities.TableConfig) (activities.LoadTableResult, error) {
+	w.call("LoadTable")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var refs []staging.BatchRef
+	for _, r := range w.staged {
+		if !w.hasPos || w.pos.Position.Less(r.Hi.Position) {
+			refs = append(refs, r)
+		}
+	}
+	return activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs}, nil
+}
+
+func (w *world) discard(_ context.Context, _ activities.TableConfig) error {
+	w.call("DiscardSnapshot")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pos, w.hasPos, w.applied = batch.SourcePosition{}, false, nil
+	return nil
+}
+
+func (w *world) begin(_ context.Context, _ activities.BeginSnapshotInput) (activities.SnapshotInfo, error) {
+	w.call("BeginSnapshot")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.copied = 0
+	return activities.SnapshotInfo{Name: "00000003-1", Position: sp(1000), EstimatedRows: int64(w.chunks) * 100}, nil
+}
+
+func (w *world) copyChunk(_ context.Context, in activities.CopyChunkInput) (activities.CopyChunkResult, error) {
+	w.call("CopyChunk")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.copyCalls++
+	if w.copyCalls == w.loseAt {
+		return activities.CopyChunkResult{}, temporal.NewCanceledError("session worker lost")
+	}
+	w.copied++
+	w.applied = append(w.applied, fmt.Sprintf("chunk %d", w.copied))
+	return activities.CopyChunkResult{Rows: 100, Last: []string{fmt.Sprint(w.copied * 100)}, Done: w.copied == w.chunks}, nil
+}
+
+func (w *world) end(_ context.Context, in activities.EndSnapshotInput) error {
+	w.call("EndSnapshot")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pos, w.hasPos = in.Snapshot.Position, true
+	return nil
+}
+
+func (w *world) snapshotOf() (applied, calls []string, pos batch.SourcePosition) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.applied...), append([]string(nil), w.calls...), w.pos
+}
+
+// newEnv returns a test environment whose activities act on w. Each activity's mock delays
+// completion by step, so signals and queries can interleave with them.
+func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
+	Register(env)
+	activities.Set{Commit: &activities.Commit{}, Snapshot: &activities.Snapshot{}}.Register(env)
+	env.OnActivity(commitActs.EnsureTable, mock.Anything, mock.Anything).Return(func(context.Context, activities.TableConfig) error {
+		w.call("EnsureTable")
+		return nil
+	})
+	env.OnActivity(commitActs.LoadTable, mock.Anything, mock.Anything).Return(w.load)
+	env.OnActivity(commitActs.CommitBatch, mock.Anything, mock.Anything).After(step).Return(w.commit)
+	env.OnActivity(snapshotActs.DiscardSnapshot, mock.Anything, mock.Anything).Return(w.discard)
+	env.OnActivity(snapshotActs.BeginSnapshot, mock.Anything, mock.Anything).Return(w.begin)
+	env.OnActivity(snapshotActs.CopyChunk, mock.Anything, mock.Anything).After(step).Return(w.copyChunk)
+	env.OnActivity(snapshotActs.EndSnapshot, mock.Anything, mock.Anything).Return(w.end)
+	return env
+}
+
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) TableStatus {
+	t.Helper()
+	v, err := env.QueryWorkflow(QueryStatus)
+	if err != nil {
+		t.Fatalf("status query: %v", err)
+	}
+	var st TableStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatalf("decoding status: %v", err)
+	}
+	return st
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// TaskQueue is the default task queue of every workflow and activity.
+const TaskQueue = "sluice"
+
+// Workflow type names, as registered and as `temporal workflow start --type` takes them.
+const (
+	SourceWorkflowType = "SourceWorkflow"
+	TableWorkflowType  = "TableWorkflow"
+)
+
+// Signal names.
+const (
+	// SignalBatch delivers a staging.BatchRef to a TableWorkflow.
+	SignalBatch = "batch"
+	// SignalPause stops committing after the current batch; refs keep queueing.
+	SignalPause = "pause"
+	// SignalResume undoes pause. Sent with signal-with-start to a failed table (after fixing a
+	// poison batch), it starts a new run that reloads the position from the sink and the queue
+	// from staging.
+	SignalResume = "resume"
+	// SignalResync discards the table's target and position and backfills it again.
+	SignalResync = "resync"
+)
+
+// QueryStatus returns a TableStatus (TableWorkflow) or a SourceStatus (SourceWorkflow).
+const QueryStatus = "status"
+
+// Search attributes (type Keyword), registered once per namespace:
+//
+//	temporal operator search-attribute create --name SluicePipeline --type Keyword
+//
+// and likewise for SluiceTable and SluicePhase.
+var (
+	SearchPipeline = temporal.NewSearchAttributeKeyKeyword("SluicePipeline")
+	SearchTable    = temporal.NewSearchAttributeKeyKeyword("SluiceTable")
+	SearchPhase    = temporal.NewSearchAttributeKeyKeyword("SluicePhase")
+)
+
+// Phases of a table, as the status query and the SluicePhase search attribute show them.
+const (
+	PhaseStarting = "starting"
+	PhaseBackfill = "backfill"
+	PhaseStream   = "stream"
+	PhasePaused   = "paused"
+	PhaseFailed   = "failed"
+	PhaseRunning  = "running" // SourceWorkflow: the reader runs
+)
+
+// SourceWorkflowID is the ID of a pipeline's SourceWorkflow: sluice/<pipeline>/source.
+func SourceWorkflowID(pipeline string) string { return "sluice/" + pipeline + "/source" }
+
+// TableWorkflowID is the ID of a table's workflow: sluice/<pipeline>/<schema.table>.
+func TableWorkflowID(pipeline string, table batch.TableName) string {
+	return "sluice/" + pipeline + "/" + table.String()
+}
+
+// RetryForever is the retry policy of activities and of TableWorkflow runs: transient failures
+// retry with backoff without limit; the pending activity's attempt count and last failure show in
+// `temporal workflow describe` and the Web UI. Non-retryable ApplicationErrors (PoisonBatch,
+// SourceMismatch, ...) stop at once.
+func RetryForever() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    time.Minute,
+		MaximumAttempts:    0,
+	}
+}

@@ -1,0 +1,98 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
+)
+
+var (
+	setupActs  *activities.Setup
+	readerActs *activities.Reader
+)
+
+// SourceInput starts a pipeline's SourceWorkflow. It is plain JSON; credentials are not part of
+// it (the workers' configuration holds the DSN and the sink's settings).
+type SourceInput struct {
+	Pipeline    string                   `json:"pipeline"`
+	Slot        string                   `json:"slot"`
+	Publication string                   `json:"publication"`
+	Tables      []activities.TableConfig `json:"tables"`
+	// Batch limits of the reader (zero: the reader's defaults).
+	MaxRows  int           `json:"max_rows,omitempty"`
+	MaxBytes int64         `json:"max_bytes,omitempty"`
+	MaxWait  time.Duration `json:"max_wait,omitempty"`
+	// ReaderRunFor bounds one reader run; then the workflow continues as new (default 1 hour).
+	ReaderRunFor time.Duration `json:"reader_run_for,omitempty"`
+	// Runs counts the runs continued as new so far.
+	Runs int `json:"runs,omitempty"`
+}
+
+// SourceStatus is the answer to the status query of a SourceWorkflow.
+type SourceStatus struct {
+	Pipeline string                      `json:"pipeline"`
+	Phase    string                      `json:"phase"`
+	Source   batch.SourceID              `json:"source"`
+	Runs     int                         `json:"runs"`
+	LastRead activities.ReadStreamResult `json:"last_read"`
+}
+
+// SourceWorkflow runs one pipeline's source side: SetupSource (slot, publication, schemas),
+// EnsureTableWorkflows (one TableWorkflow per table, started by signal-with-start from the
+// activity so tables are independent top-level workflows that the operator can resume by ID),
+// then the long-running, heartbeating reader, which stages batches, signals the tables and
+// confirms the slot only up to the minimum safe position. When the reader's run ends it
+// continues as new; every run sets up again (idempotent), which picks up schema changes.
+func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
+	st := SourceStatus{Pipeline: in.Pipeline, Phase: PhaseStarting, Runs: in.Runs}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SourceStatus, error) { return st, nil }); err != nil {
+		return fmt.Errorf("registering status query: %w", err)
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchPipeline.ValueSet(in.Pipeline), SearchPhase.ValueSet(PhaseStarting)); err != nil {
+		return fmt.Errorf("upserting search attributes of pipeline %s: %w", in.Pipeline, err)
+	}
+
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         RetryForever(),
+	})
+	setupIn := activities.SetupInput{Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Tables: in.Tables}
+	var setup activities.SetupResult
+	if err := workflow.ExecuteActivity(actx, setupActs.SetupSource, setupIn).Get(ctx, &setup); err != nil {
+		return err
+	}
+	st.Source = setup.Source
+	if err := workflow.ExecuteActivity(actx, setupActs.EnsureTableWorkflows, setup.Tables).Get(ctx, nil); err != nil {
+		return err
+	}
+
+	runFor := in.ReaderRunFor
+	if runFor <= 0 {
+		runFor = time.Hour
+	}
+	st.Phase = PhaseRunning
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(PhaseRunning)); err != nil {
+		return fmt.Errorf("upserting search attributes of pipeline %s: %w", in.Pipeline, err)
+	}
+	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: runFor + 10*time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         RetryForever(),
+	})
+	readIn := activities.ReadStreamInput{
+		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,
+		Tables: setup.Tables, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: in.MaxWait,
+	}
+	if err := workflow.ExecuteActivity(rctx, readerActs.ReadStream, readIn).Get(ctx, &st.LastRead); err != nil {
+		return err
+	}
+	next := in
+	next.Runs++
+	return workflow.NewContinueAsNewError(ctx, SourceWorkflowType, next)
+}

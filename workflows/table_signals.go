@@ -1,0 +1,72 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// tableSignals receives a TableWorkflow's signals into its state.
+type tableSignals struct {
+	batch, pause, resume, resync workflow.ReceiveChannel
+	sel                          workflow.Selector
+}
+
+func newTableSignals(ctx workflow.Context, t *table) *tableSignals {
+	s := &tableSignals{
+		batch:  workflow.GetSignalChannel(ctx, SignalBatch),
+		pause:  workflow.GetSignalChannel(ctx, SignalPause),
+		resume: workflow.GetSignalChannel(ctx, SignalResume),
+		resync: workflow.GetSignalChannel(ctx, SignalResync),
+		sel:    workflow.NewSelector(ctx),
+	}
+	s.sel.AddReceive(s.batch, func(c workflow.ReceiveChannel, _ bool) {
+		var ref staging.BatchRef
+		c.Receive(ctx, &ref)
+		t.addRef(ctx, ref)
+	})
+	s.sel.AddReceive(s.pause, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t.paused = true
+	})
+	s.sel.AddReceive(s.resume, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t.paused = false
+	})
+	s.sel.AddReceive(s.resync, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t.resync = true
+	})
+	return s
+}
+
+// drain takes every signal already delivered, before the run continues as new, so none is lost.
+func (s *tableSignals) drain(ctx workflow.Context, t *table) {
+	for {
+		var ref staging.BatchRef
+		if !s.batch.ReceiveAsync(&ref) {
+			break
+		}
+		t.addRef(ctx, ref)
+	}
+	for s.pause.ReceiveAsync(nil) {
+		t.paused = true
+	}
+	for s.resume.ReceiveAsync(nil) {
+		t.paused = false
+	}
+	for s.resync.ReceiveAsync(nil) {
+		t.resync = true
+	}
+}
+
+// addRef queues a signalled batch of this table; a ref of another table is a sender's bug,
+// logged and dropped (its file stays staged for its own table's next load).
+func (t *table) addRef(ctx workflow.Context, ref staging.BatchRef) {
+	if ref.Pipeline != t.in.Pipeline || ref.Table != t.in.Table() {
+		workflow.GetLogger(ctx).Warn("dropping batch signalled to the wrong table",
+			"batch", ref.String(), "table", t.in.Table().String())
+		return
+	}
+	t.queue = enqueue(t.queue, ref)
+}

@@ -1,0 +1,254 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// finish runs the workflow, canceling it at stopAt (0: it must end by itself), and returns its
+// error.
+func finish(t *testing.T, env interface {
+	RegisterDelayedCallback(func(), time.Duration)
+	CancelWorkflow()
+	ExecuteWorkflow(any, ...any)
+	IsWorkflowCompleted() bool
+	GetWorkflowError() error
+}, in TableInput, stopAt time.Duration) error {
+	t.Helper()
+	if stopAt > 0 {
+		env.RegisterDelayedCallback(env.CancelWorkflow, stopAt)
+	}
+	env.ExecuteWorkflow(TableWorkflowType, in)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	return env.GetWorkflowError()
+}
+
+func TestTableWorkflowCommitsInPositionOrder(t *testing.T) {
+	t.Parallel()
+	// Found in staging by LoadTable and signalled, both out of order.
+	w := newWorld(true, 5, ref(300, 399), ref(10, 99))
+	env := newEnv(t, w, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalBatch, ref(200, 299))
+		env.SignalWorkflow(SignalBatch, ref(100, 199))
+		env.SignalWorkflow(SignalBatch, ref(400, 499))
+	}, time.Millisecond)
+	var st TableStatus
+	env.RegisterDelayedCallback(func() { st = queryStatus(t, env) }, time.Hour-time.Second)
+
+	err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour)
+	if !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v, want the test's cancellation", err)
+	}
+	applied, _, pos := w.snapshotOf()
+	if want := []string{"10..99", "100..199", "200..299", "300..399", "400..499"}; !equalStrings(applied, want) {
+		t.Fatalf("applied %v, want %v", applied, want)
+	}
+	if pos != sp(499) || st.Position != sp(499) || st.Phase != PhaseStream || st.QueueLength != 0 || st.Batches != 5 {
+		t.Fatalf("sink at %s, status %+v; want both at 0/1F3, phase stream, empty queue, 5 batches", pos, st)
+	}
+}
+
+func TestTableWorkflowDuplicateAndOverlappingRefs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(true, 5)
+	env := newEnv(t, w, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalPause, nil) // let every ref queue up first
+		env.SignalWorkflow(SignalBatch, ref(10, 30))
+		env.SignalWorkflow(SignalBatch, ref(10, 30)) // the same file signalled twice
+		env.SignalWorkflow(SignalBatch, ref(25, 40)) // overlaps 10..30: trimmed to 31..40
+		env.SignalWorkflow(SignalBatch, ref(15, 20)) // inside 10..30: skipped, acknowledged
+		env.SignalWorkflow(SignalBatch, ref(10, 30))
+	}, time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		if st := queryStatus(t, env); st.QueueLength != 3 {
+			t.Errorf("queue holds %d refs, want 3 (duplicates removed)", st.QueueLength)
+		}
+		env.SignalWorkflow(SignalResume, nil)
+	}, time.Minute)
+
+	if err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour); !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v", err)
+	}
+	applied, calls, pos := w.snapshotOf()
+	if want := []string{"10..30", "31..40"}; !equalStrings(applied, want) {
+		t.Fatalf("applied %v, want %v", applied, want)
+	}
+	if n := strings.Count(strings.Join(calls, " "), "CommitBatch"); n != 3 {
+		t.Fatalf("CommitBatch ran %d times, want 3 (10..30, 15..20 skipped and acknowledged, 25..40)", n)
+	}
+	if len(w.staged) != 0 || pos != sp(40) {
+		t.Fatalf("staging still holds %v, sink at %s; want all acknowledged, position 0/28", w.staged, pos)
+	}
+}
+
+func TestTableWorkflowPoisonBatchStopsTheTable(t *testing.T) {
+	t.Parallel()
+	a, b, c := ref(10, 19), ref(20, 29), ref(30, 39)
+	w := newWorld(true, 5, a, b, c)
+	w.poison[b.URI] = errors.New(`column "discount" does not exist in raw.orders`)
+	env := newEnv(t, w, time.Second)
+
+	err := finish(t, env, TableInput{TableConfig: testTable}, 0)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != "PoisonBatch" || !appErr.NonRetryable() {
+		t.Fatalf("workflow ended with %v, want a non-retryable PoisonBatch error", err)
+	}
+	for _, want := range []string{"shop.orders", b.Range(), `column "discount" does not exist`} {
+		if !strings.Contains(appErr.Error(), want) {
+			t.Errorf("error %q does not name %q", appErr.Error(), want)
+		}
+	}
+	applied, _, pos := w.snapshotOf()
+	if !equalStrings(applied, []string{"10..19"}) || pos != a.Hi {
+		t.Fatalf("applied %v with the sink at %s: want only 10..19 and the position at its hi", applied, pos)
+	}
+	if _, ok := w.staged[b.URI]; !ok {
+		t.Fatal("the poison batch was acknowledged: its staged file is gone")
+	}
+	st := queryStatus(t, env)
+	if st.Phase != PhaseFailed || st.Position != a.Hi || !strings.Contains(st.LastError, "discount") {
+		t.Fatalf("status %+v: want phase failed, position %s, the cause as last error", st, a.Hi)
+	}
+}
+
+func TestTableWorkflowResumeAfterFixConverges(t *testing.T) {
+	t.Parallel()
+	a, b, c := ref(10, 19), ref(20, 29), ref(30, 39)
+	w := newWorld(true, 5, a, b, c)
+	w.poison[b.URI] = errors.New("cannot cast 'abc' to integer")
+	if err := finish(t, newEnv(t, w, time.Second), TableInput{TableConfig: testTable}, 0); err == nil {
+		t.Fatal("the first run did not stop on the poison batch")
+	}
+
+	// The operator fixes the cause and sends resume with signal-with-start: a new run with the
+	// same input, which reloads the position from the sink and the queue from staging.
+	delete(w.poison, b.URI)
+	env := newEnv(t, w, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResume, nil) }, 0)
+	if err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour); !temporal.IsCanceledError(err) {
+		t.Fatalf("resumed run ended with %v", err)
+	}
+	applied, _, pos := w.snapshotOf()
+	if want := []string{"10..19", "20..29", "30..39"}; !equalStrings(applied, want) || pos != c.Hi {
+		t.Fatalf("applied %v with the sink at %s, want %v and %s", applied, pos, want, c.Hi)
+	}
+	if len(w.staged) != 0 {
+		t.Fatalf("staging still holds %v after converging", w.staged)
+	}
+}
+
+func TestTableWorkflowContinueAsNewKeepsQueueAndPosition(t *testing.T) {
+	t.Parallel()
+	w := newWorld(true, 5, ref(10, 19), ref(20, 29), ref(30, 39), ref(40, 49))
+	env := newEnv(t, w, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalBatch, ref(50, 59)) }, time.Millisecond)
+	in := TableInput{TableConfig: testTable, Options: TableOptions{MaxCommitsPerRun: 2}}
+
+	err := finish(t, env, in, 0)
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new after 2 commits", err)
+	}
+	var next TableInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State == nil || next.State.Position != sp(29) || len(next.State.Queue) != 3 ||
+		next.State.Queue[0].Lo != sp(30) || next.State.Queue[2].Lo != sp(50) || next.State.Batches != 2 {
+		t.Fatalf("carried state %+v: want position 0/1D and queue 30.., 40.., 50..", next.State)
+	}
+	if next.Options.MaxCommitsPerRun != 2 || next.TableConfig.Spec.Target != testTable.Spec.Target {
+		t.Fatalf("continued input lost the table or its options: %+v", next)
+	}
+
+	// The next run commits the carried queue (the signalled ref included) once each.
+	w.staged[ref(50, 59).URI] = ref(50, 59)
+	next.Options.MaxCommitsPerRun = 100
+	if err := finish(t, newEnv(t, w, time.Second), next, time.Hour); !temporal.IsCanceledError(err) {
+		t.Fatalf("continued run ended with %v", err)
+	}
+	applied, _, pos := w.snapshotOf()
+	if want := []string{"10..19", "20..29", "30..39", "40..49", "50..59"}; !equalStrings(applied, want) || pos != sp(59) {
+		t.Fatalf("applied %v with the sink at %s, want %v", applied, pos, want)
+	}
+}
+
+func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
+	t.Parallel()
+	w := newWorld(false, 0, ref(900, 1099))
+	w.loseAt = 2 // the second chunk's worker dies
+	env := newEnv(t, w, time.Second)
+	var during TableStatus
+	env.RegisterDelayedCallback(func() { during = queryStatus(t, env) }, 1500*time.Millisecond)
+
+	err := finish(t, env, TableInput{TableConfig: testTable}, 0)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeSnapshotSessionLost || appErr.NonRetryable() {
+		t.Fatalf("first run ended with %v, want a retryable %s failure", err, ErrTypeSnapshotSessionLost)
+	}
+	if during.Phase != PhaseBackfill || during.Snapshot == nil || during.Snapshot.Rows != 100 || during.Snapshot.EstimatedRows != 300 {
+		t.Fatalf("status during the backfill %+v: want phase backfill, 100 of ~300 rows", during)
+	}
+	applied, _, _ := w.snapshotOf()
+	if !equalStrings(applied, []string{"chunk 1"}) || w.hasPos {
+		t.Fatalf("after the lost session the sink holds %v (position %v); want the partial chunk and no position", applied, w.hasPos)
+	}
+
+	// The workflow's retry policy starts the next run with the same input.
+	w.mu.Lock()
+	w.calls = nil
+	w.mu.Unlock()
+	if err := finish(t, newEnv(t, w, time.Second), TableInput{TableConfig: testTable}, time.Hour); !temporal.IsCanceledError(err) {
+		t.Fatalf("second run ended with %v", err)
+	}
+	applied, calls, pos := w.snapshotOf()
+	wantCalls := []string{"EnsureTable", "LoadTable", "DiscardSnapshot", "BeginSnapshot", "CopyChunk", "CopyChunk", "CopyChunk", "EndSnapshot", "CommitBatch"}
+	if !equalStrings(calls, wantCalls) {
+		t.Fatalf("second run called %v, want %v", calls, wantCalls)
+	}
+	if want := []string{"chunk 1", "chunk 2", "chunk 3", "1001..1099"}; !equalStrings(applied, want) || pos != sp(1099) {
+		t.Fatalf("sink holds %v at %s, want %v: a clean snapshot, then the rows after its position 1000", applied, pos, want)
+	}
+}
+
+func TestTableWorkflowPauseAndResume(t *testing.T) {
+	t.Parallel()
+	w := newWorld(true, 5)
+	env := newEnv(t, w, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPause, nil) }, 0)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalBatch, ref(10, 19))
+		env.SignalWorkflow(SignalBatch, ref(20, 29))
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		st := queryStatus(t, env)
+		applied, _, _ := w.snapshotOf()
+		if st.Phase != PhasePaused || !st.Paused || st.QueueLength != 2 || len(applied) != 0 {
+			t.Errorf("while paused: status %+v, applied %v; want phase paused, 2 queued, nothing applied", st, applied)
+		}
+		if st.LagBytes != 29-5 {
+			t.Errorf("lag while paused = %d bytes, want %d", st.LagBytes, 29-5)
+		}
+		env.SignalWorkflow(SignalResume, nil)
+	}, time.Minute)
+	var after TableStatus
+	env.RegisterDelayedCallback(func() { after = queryStatus(t, env) }, 10*time.Minute)
+
+	if err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour); !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v", err)
+	}
+	applied, _, _ := w.snapshotOf()
+	if !equalStrings(applied, []string{"10..19", "20..29"}) || after.Phase != PhaseStream || after.QueueLength != 0 {
+		t.Fatalf("after resume: applied %v, status %+v", applied, after)
+	}
+}

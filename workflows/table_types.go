@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// TableOptions tune a TableWorkflow; zero values take the defaults.
+type TableOptions struct {
+	// MaxCommitsPerRun continues as new after this many commits (default 500).
+	MaxCommitsPerRun int `json:"max_commits_per_run,omitempty"`
+	// MaxHistoryEvents continues as new when the run's history grows past this (default 10000),
+	// or earlier when the server suggests it.
+	MaxHistoryEvents int `json:"max_history_events,omitempty"`
+	// SnapshotChunkRows is the rows per CopyChunk of a backfill (default 50000).
+	SnapshotChunkRows int `json:"snapshot_chunk_rows,omitempty"`
+	// CommitTimeout bounds one CommitBatch attempt (default 30 minutes); it heartbeats, so a lost
+	// worker is noticed after CommitHeartbeat (default 1 minute).
+	CommitTimeout   time.Duration `json:"commit_timeout,omitempty"`
+	CommitHeartbeat time.Duration `json:"commit_heartbeat,omitempty"`
+}
+
+func (o TableOptions) withDefaults() TableOptions {
+	if o.MaxCommitsPerRun <= 0 {
+		o.MaxCommitsPerRun = 500
+	}
+	if o.MaxHistoryEvents <= 0 {
+		o.MaxHistoryEvents = 10000
+	}
+	if o.SnapshotChunkRows <= 0 {
+		o.SnapshotChunkRows = 50000
+	}
+	if o.CommitTimeout <= 0 {
+		o.CommitTimeout = 30 * time.Minute
+	}
+	if o.CommitHeartbeat <= 0 {
+		o.CommitHeartbeat = time.Minute
+	}
+	return o
+}
+
+// TableInput starts a TableWorkflow. It is plain JSON, so `temporal workflow start --type
+// TableWorkflow --input '{"pipeline":"p","spec":{...},"sink":{"name":"lake"}}'` works too.
+type TableInput struct {
+	activities.TableConfig
+	Options TableOptions `json:"options,omitzero"`
+	// State is what a run carries into the next through continue-as-new; starts leave it nil.
+	// Every run still reads the position from the sink and lists staging first: the sink, not the
+	// carried state, says where the table stands.
+	State *TableState `json:"state,omitempty"`
+}
+
+// TableState is what continue-as-new carries.
+type TableState struct {
+	Position batch.SourcePosition `json:"position"`
+	Queue    []staging.BatchRef   `json:"queue"`
+	Paused   bool                 `json:"paused"`
+	Rows     int64                `json:"rows"`    // rows committed by this workflow, all runs
+	Batches  int64                `json:"batches"` // batches committed (or skipped as covered)
+	Runs     int                  `json:"runs"`    // runs continued as new so far
+}
+
+// SnapshotProgress is a backfill's progress.
+type SnapshotProgress struct {
+	Rows          int64                `json:"rows"`
+	EstimatedRows int64                `json:"estimated_rows"`
+	Position      batch.SourcePosition `json:"position"` // the snapshot's consistent point
+	Done          bool                 `json:"done"`
+}
+
+// TableStatus is the answer to the status query of a TableWorkflow.
+type TableStatus struct {
+	Pipeline    string               `json:"pipeline"`
+	Table       string               `json:"table"`
+	Phase       string               `json:"phase"`
+	Position    batch.SourcePosition `json:"position"`
+	HasPosition bool                 `json:"has_position"`
+	Rows        int64                `json:"rows"`
+	Batches     int64                `json:"batches"`
+	QueueLength int                  `json:"queue_length"`
+	// LagBytes is how much WAL the queued batches reach past the committed position.
+	LagBytes  uint64            `json:"lag_bytes"`
+	Paused    bool              `json:"paused"`
+	LastError string            `json:"last_error,omitempty"`
+	Snapshot  *SnapshotProgress `json:"snapshot,omitempty"`
+}
