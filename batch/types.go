@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -287,12 +288,18 @@ func (c colType) arrowType() arrow.DataType {
 //	uuid                        arrow.uuid extension type (fixed_size_binary(16) storage)
 //	one-dimensional arrays      list<element> of the above
 //
-// Any other type returns a TypeError for every such column, joined.
+// Any other type returns a TypeError for every such column, joined; so does a column named like
+// a context column.
 func ArrowSchema(schema Schema) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(schema.Columns)+NumContextColumns)
 	var errs []error
 	for i := range schema.Columns {
 		col := &schema.Columns[i]
+		if _, clash := ContextIndex(0, col.Name); clash {
+			errs = append(errs, fmt.Errorf("table %s column %q: the name is taken by a sluice context column: "+
+				"rename the column, or leave it out of the publication's column list", schema.Table, col.Name))
+			continue
+		}
 		ct, err := resolveColumn(schema.Table, col)
 		if err != nil {
 			errs = append(errs, err)

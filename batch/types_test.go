@@ -134,6 +134,14 @@ func TestArrowSchemaNumericMapping(t *testing.T) {
 	}
 }
 
+func TestArrowSchemaContextNameClash(t *testing.T) {
+	t.Parallel()
+	_, err := ArrowSchema(Schema{Table: testTable, Columns: []Column{{Name: "id", TypeOID: oidInt8, Key: true}, {Name: ColOp, TypeOID: oidText}}})
+	if err == nil || !strings.Contains(err.Error(), `"__op"`) || !strings.Contains(err.Error(), "shop.orders") {
+		t.Errorf("got %v, want an error naming the table and the column __op", err)
+	}
+}
+
 func TestArrowSchemaUnsupported(t *testing.T) {
 	t.Parallel()
 	_, err := ArrowSchema(Schema{Table: testTable, Columns: []Column{
