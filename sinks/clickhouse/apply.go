@@ -1,0 +1,207 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// asyncInsertSince is the first version that knows the async_insert setting.
+var asyncInsertSince = Version{Major: 21, Minor: 11}
+
+// Apply writes b as one INSERT of one block: every row of the record (upserts with
+// _is_deleted 0, deletes as tombstones with _is_deleted 1) with _version set to the row's commit
+// LSN, plus, when b.Hi is set, one marker row carrying b.Hi. One block becomes one part, and a
+// part appears whole or not at all, so the rows and the position commit together. Snapshot
+// chunks (zero Hi) write rows only; an empty record with a Hi (the end of a snapshot) writes the
+// marker only. A batch whose Hi the table already holds is skipped, so a replay cannot move the
+// position back or re-insert rows at versions a later commit has superseded.
+func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
+	l, ok, err := s.layoutOf(ctx, b.Spec)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return sinks.Poisonf("table %s: clickhouse table %s does not exist (dropped while the pipeline ran?); "+
+			"resume the table so it is created again", b.Spec.Schema.Table, b.Spec.Target)
+	}
+	marker := !b.Hi.Position.IsZero()
+	if marker {
+		pos, has, err := s.position(ctx, l)
+		if err != nil {
+			return err
+		}
+		if has {
+			cmp, err := b.Hi.Compare(pos)
+			if err != nil {
+				return sinks.Poisonf("table %s: batch up to %s does not belong to the source of the committed position %s; "+
+					"resync the table", l.source, b.Hi, pos)
+			}
+			if cmp <= 0 {
+				s.log.DebugContext(ctx, "batch already committed", "table", l.source, "position", pos.String(), "hi", b.Hi.String())
+				return nil
+			}
+		}
+	}
+	rec := b.Record
+	if rec == nil {
+		if !marker {
+			return nil
+		}
+		empty, err := emptyRecord(b.Spec)
+		if err != nil {
+			return err
+		}
+		defer empty.Release()
+		rec = empty
+	}
+	if rec.NumRows() == 0 && !marker {
+		return nil
+	}
+	start := time.Now()
+	values, err := l.values(rec, b.Hi, marker)
+	if err != nil {
+		return err
+	}
+	if err := s.insert(ctx, l, values, int(rec.NumRows())+1); err != nil {
+		return err
+	}
+	s.log.DebugContext(ctx, "committed batch", "table", l.source, "rows", rec.NumRows(), "hi", b.Hi.String(),
+		"phase", string(b.Phase), "took", time.Since(start))
+	return nil
+}
+
+// insert sends values as one block. max_insert_block_size above the block's rows keeps the
+// server from splitting it (it does not split native blocks, but the setting makes it explicit);
+// async_insert 0 keeps a server-side profile from buffering it with other inserts.
+func (s *Sink) insert(ctx context.Context, l *layout, values []any, rows int) error {
+	settings := clickhouse.Settings{"max_insert_block_size": max(rows+1, 1048576)}
+	if s.version.AtLeast(asyncInsertSince) {
+		settings["async_insert"] = 0
+	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
+	bt, err := s.conn.PrepareBatch(ctx, l.insertSQL())
+	if err != nil {
+		if c := exceptionCode(err); c == codeUnknownTable || c == codeUnknownDatabase {
+			s.forget(l.db, l.name)
+		}
+		return classify(err, "table %s: starting the insert into %s.%s", l.source, l.db, l.name)
+	}
+	for i, v := range values {
+		if err := bt.Column(i).Append(v); err != nil {
+			_ = bt.Abort()
+			return classify(err, "table %s: converting column %s of %s.%s", l.source, l.cols[i].name, l.db, l.name)
+		}
+	}
+	if err := bt.Send(); err != nil {
+		return classify(err, "table %s: inserting %d rows into %s.%s", l.source, rows, l.db, l.name)
+	}
+	return nil
+}
+
+// emptyRecord returns a record of spec's table with no rows.
+func emptyRecord(spec sinks.TableSpec) (arrow.RecordBatch, error) {
+	as, err := batch.ArrowSchema(spec.Schema)
+	if err != nil {
+		return nil, sinks.Poisonf("table %s: %w", spec.Schema.Table, err)
+	}
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer rb.Release()
+	return rb.NewRecordBatch(), nil
+}
+
+// values returns the driver slice of every column of l, in l's order, for the rows of rec and,
+// when marker is set, one marker row carrying hi.
+func (l *layout) values(rec arrow.RecordBatch, hi batch.SourcePosition, marker bool) ([]any, error) {
+	if err := l.checkRecord(rec); err != nil {
+		return nil, err
+	}
+	n := int(rec.NumRows())
+	extra := 0
+	if marker {
+		extra = 1
+	}
+	positions, err := batch.RowPositions(rec)
+	if err != nil {
+		return nil, sinks.Poisonf("table %s: %w", l.source, err)
+	}
+	opIdx, _ := batch.ContextIndex(l.numData, batch.ColOp)
+	ops, ok := rec.Column(opIdx).(*array.String)
+	if !ok {
+		return nil, sinks.Poisonf("table %s: record column %s is %s, want utf8", l.source, batch.ColOp, rec.Column(opIdx).DataType())
+	}
+	out := make([]any, len(l.cols))
+	for i, c := range l.cols {
+		switch c.role {
+		case roleData, roleMeta:
+			v, err := convertColumn(rec.Column(c.field), l.modern, c.nullable, extra)
+			if err != nil {
+				return nil, l.valueError(c, positions, err)
+			}
+			out[i] = v
+		case roleVersion:
+			v := make([]uint64, n+extra)
+			for r := range n {
+				v[r] = positions[r].LSN
+			}
+			if marker {
+				v[n] = hi.Position.LSN
+			}
+			out[i] = v
+		case roleDeleted, roleMarker:
+			v := make([]uint8, n+extra)
+			for r := range n {
+				if c.role == roleDeleted && ops.Value(r) == batch.OpDelete.String() {
+					v[r] = 1
+				}
+			}
+			if marker {
+				v[n] = 1 // the marker is a tombstone too, so FINAL and the view hide it
+			}
+			out[i] = v
+		case rolePosition:
+			v := make([]string, n+extra)
+			if marker {
+				v[n] = hi.String()
+			}
+			out[i] = v
+		}
+	}
+	return out, nil
+}
+
+// checkRecord checks that rec has the spec's columns then the context tail.
+func (l *layout) checkRecord(rec arrow.RecordBatch) error {
+	if int(rec.NumCols()) != l.numData+batch.NumContextColumns {
+		return sinks.Poisonf("table %s: the batch has %d columns, the table's schema %d plus %d context columns; "+
+			"the batch was staged with another schema: resync the table", l.source, rec.NumCols(), l.numData, batch.NumContextColumns)
+	}
+	for _, c := range l.cols {
+		if c.role != roleData {
+			continue
+		}
+		if got := rec.Schema().Field(c.field).Name; got != c.name {
+			return sinks.Poisonf("table %s: batch column %d is %q, the table's schema says %q; the batch was staged "+
+				"with another schema: resync the table", l.source, c.field+1, got, c.name)
+		}
+	}
+	return nil
+}
+
+// valueError turns a conversion error of column c into poison naming the table, column and row.
+func (l *layout) valueError(c column, positions []batch.Position, err error) error {
+	var re *rangeError
+	if errors.As(err, &re) && re.row >= 0 && re.row < len(positions) {
+		return sinks.Poison(fmt.Errorf("table %s column %q (ClickHouse %s), row at %s: %w", l.source, c.name, c.typ, positions[re.row], err))
+	}
+	return sinks.Poison(fmt.Errorf("table %s column %q (ClickHouse %s): %w", l.source, c.name, c.typ, err))
+}

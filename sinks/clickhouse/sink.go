@@ -1,0 +1,280 @@
+package clickhouse
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// Sink writes batches into ClickHouse tables of one server over the native protocol. It is safe
+// for concurrent use by different tables.
+type Sink struct {
+	cfg     Config
+	conn    driver.Conn
+	version Version
+	modern  bool // layout of tables the sink creates
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	tables map[string]bool // database.table -> layout of an existing table (true: modern)
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New validates cfg, connects, detects the server's version and resolves the layout of new
+// tables. A configuration the server cannot satisfy (schema modern on a server before 23.2) is
+// poison; an unreachable server is a transient error. The caller closes the sink.
+func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, sinks.Poison(err)
+	}
+	cfg = cfg.withDefaults()
+	if logger == nil {
+		logger = slog.Default()
+	}
+	opts := &clickhouse.Options{
+		Addr:         []string{cfg.Addr},
+		Protocol:     clickhouse.Native,
+		Auth:         clickhouse.Auth{Database: cfg.Database, Username: cfg.Username, Password: cfg.Password},
+		DialTimeout:  cfg.DialTimeout,
+		ReadTimeout:  cfg.ReadTimeout,
+		MaxOpenConns: cfg.MaxOpenConns,
+		MaxIdleConns: cfg.MaxOpenConns,
+		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+	}
+	if cfg.TLS {
+		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	// The sink's own database may not exist yet: connect to "default" and qualify every name.
+	opts.Auth.Database = DefaultDatabase
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, classify(err, "connecting to clickhouse at %s", cfg.Addr)
+	}
+	s := &Sink{cfg: cfg, conn: conn, log: logger.With("sink", "clickhouse"), tables: map[string]bool{}}
+	if err := s.detect(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// detect reads the server's version and resolves the layout of new tables.
+func (s *Sink) detect(ctx context.Context) error {
+	var text string
+	if err := s.conn.QueryRow(ctx, "SELECT version()").Scan(&text); err != nil {
+		return classify(err, "reading the version of clickhouse at %s", s.cfg.Addr)
+	}
+	v, err := ParseVersion(text)
+	if err != nil {
+		return sinks.Poison(err)
+	}
+	modern, err := chooseSchema(s.cfg.Schema, v, s.cfg.Addr)
+	if err != nil {
+		return sinks.Poison(err)
+	}
+	s.version, s.modern = v, modern
+	layout := SchemaCompatible
+	if modern {
+		layout = SchemaModern
+	}
+	s.log.InfoContext(ctx, "connected to clickhouse", "version", v.Text, "schema", layout)
+	return nil
+}
+
+// Version returns the server's version, detected when the sink started.
+func (s *Sink) Version() Version { return s.version }
+
+// Modern reports whether tables the sink creates use the modern layout.
+func (s *Sink) Modern() bool { return s.modern }
+
+// Close releases the connections.
+func (s *Sink) Close(context.Context) error {
+	if err := s.conn.Close(); err != nil {
+		return fmt.Errorf("closing clickhouse connections: %w", err)
+	}
+	return nil
+}
+
+// describe reads an existing table; ok is false when it does not exist.
+func (s *Sink) describe(ctx context.Context, db, name string) (e existing, ok bool, err error) {
+	err = s.conn.QueryRow(ctx, "SELECT engine, engine_full, sorting_key FROM system.tables WHERE database = ? AND name = ?",
+		db, name).Scan(&e.engine, &e.engineFull, &e.sortingKey)
+	if err != nil {
+		if isNoRows(err) {
+			return existing{}, false, nil
+		}
+		return existing{}, false, classify(err, "reading table %s.%s from system.tables", db, name)
+	}
+	rows, err := s.conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, name)
+	if err != nil {
+		return existing{}, false, classify(err, "reading the columns of %s.%s", db, name)
+	}
+	defer rows.Close()
+	e.columns = map[string]string{}
+	for rows.Next() {
+		var n, t string
+		if err := rows.Scan(&n, &t); err != nil {
+			return existing{}, false, classify(err, "reading the columns of %s.%s", db, name)
+		}
+		e.columns[n] = t
+		e.order = append(e.order, n)
+	}
+	if err := rows.Err(); err != nil {
+		return existing{}, false, classify(err, "reading the columns of %s.%s", db, name)
+	}
+	return e, true, nil
+}
+
+// layoutOf returns the layout of spec's target as it exists in the server (ok false when the
+// table does not exist), using the cached engine flavour when the table was seen before.
+func (s *Sink) layoutOf(ctx context.Context, spec sinks.TableSpec) (l *layout, ok bool, err error) {
+	db, name, err := splitTarget(spec.Target, s.cfg.Database)
+	if err != nil {
+		return nil, false, err
+	}
+	key := db + "." + name
+	s.mu.Lock()
+	modern, cached := s.tables[key]
+	s.mu.Unlock()
+	if !cached {
+		e, exists, err := s.describe(ctx, db, name)
+		if err != nil || !exists {
+			return nil, false, err
+		}
+		if modern, err = tableModern(e, db, name); err != nil {
+			return nil, false, err
+		}
+		s.remember(db, name, modern)
+	}
+	l, err = newLayout(spec, db, name, modern)
+	return l, err == nil, err
+}
+
+func (s *Sink) remember(db, name string, modern bool) {
+	s.mu.Lock()
+	s.tables[db+"."+name] = modern
+	s.mu.Unlock()
+}
+
+func (s *Sink) forget(db, name string) {
+	s.mu.Lock()
+	delete(s.tables, db+"."+name)
+	s.mu.Unlock()
+}
+
+// EnsureTable creates the target table (and its database, and on the compatible layout its
+// view) when missing, and adds new source or metadata columns to an existing one. A changed
+// type or key is poison. Existing tables keep their layout whatever the server's version. It is
+// idempotent and safe to run from several workers at once.
+func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
+	db, name, err := splitTarget(spec.Target, s.cfg.Database)
+	if err != nil {
+		return err
+	}
+	if err := s.conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+quote(db)); err != nil {
+		return classify(err, "creating clickhouse database %s", db)
+	}
+	e, exists, err := s.describe(ctx, db, name)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		l, err := newLayout(spec, db, name, s.modern)
+		if err != nil {
+			return err
+		}
+		if err := s.conn.Exec(ctx, l.createTableSQL()); err != nil {
+			return classify(err, "table %s: creating clickhouse table %s.%s", l.source, db, name)
+		}
+		s.log.InfoContext(ctx, "created clickhouse table", "table", l.source, "target", db+"."+name, "modern", l.modern)
+		// Created here or concurrently by another worker: check it like an existing table.
+		if e, exists, err = s.describe(ctx, db, name); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("table %s: clickhouse table %s.%s is missing right after CREATE TABLE; retrying", l.source, db, name)
+		}
+	}
+	modern, err := tableModern(e, db, name)
+	if err != nil {
+		return err
+	}
+	l, err := newLayout(spec, db, name, modern)
+	if err != nil {
+		return err
+	}
+	add, err := l.diff(e)
+	if err != nil {
+		return err
+	}
+	for _, c := range add {
+		if err := s.conn.Exec(ctx, l.addColumnSQL(c)); err != nil && exceptionCode(err) != codeColumnExists {
+			return classify(err, "table %s: adding column %s %s to %s.%s", l.source, c.name, c.typ, db, name)
+		}
+		s.log.InfoContext(ctx, "added column", "table", l.source, "target", db+"."+name, "column", c.name, "type", c.typ)
+	}
+	s.remember(db, name, modern)
+	if !modern {
+		return s.ensureView(ctx, l, len(add) > 0)
+	}
+	return nil
+}
+
+// ensureView creates the compatible table's view, recreating it when the table gained columns:
+// old servers expand the view's SELECT * when the view is created.
+func (s *Sink) ensureView(ctx context.Context, l *layout, recreate bool) error {
+	if !recreate {
+		v, exists, err := s.describe(ctx, l.db, l.viewName())
+		if err != nil {
+			return err
+		}
+		if exists && len(v.columns) == len(l.cols) {
+			return nil
+		}
+		recreate = exists
+	}
+	if recreate {
+		if err := s.conn.Exec(ctx, l.dropViewSQL()); err != nil {
+			return classify(err, "table %s: dropping view %s.%s to add columns", l.source, l.db, l.viewName())
+		}
+	}
+	if err := s.conn.Exec(ctx, l.createViewSQL()); err != nil {
+		return classify(err, "table %s: creating view %s.%s", l.source, l.db, l.viewName())
+	}
+	return nil
+}
+
+// DiscardSnapshot empties the target table, its rows and its position markers, with TRUNCATE
+// (which keeps the table's definition), and checks that it is empty. Idempotent.
+func (s *Sink) DiscardSnapshot(ctx context.Context, spec sinks.TableSpec) error {
+	db, name, err := splitTarget(spec.Target, s.cfg.Database)
+	if err != nil {
+		return err
+	}
+	_, exists, err := s.describe(ctx, db, name)
+	if err != nil || !exists {
+		return err
+	}
+	q := "TRUNCATE TABLE " + quote(db) + "." + quote(name)
+	if err := s.conn.Exec(ctx, q); err != nil {
+		return classify(err, "table %s: truncating %s.%s to discard a partial snapshot", spec.Schema.Table, db, name)
+	}
+	var n uint64
+	if err := s.conn.QueryRow(ctx, "SELECT count() FROM "+quote(db)+"."+quote(name)).Scan(&n); err != nil {
+		return classify(err, "table %s: counting rows of %s.%s after truncating", spec.Schema.Table, db, name)
+	}
+	if n != 0 {
+		return fmt.Errorf("table %s: %s.%s still holds %d rows after TRUNCATE (written concurrently?); retrying",
+			spec.Schema.Table, db, name, n)
+	}
+	s.log.InfoContext(ctx, "discarded partial snapshot", "table", spec.Schema.Table.String(), "target", db+"."+name)
+	return nil
+}

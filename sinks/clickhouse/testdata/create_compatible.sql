@@ -1,0 +1,28 @@
+CREATE TABLE IF NOT EXISTS `raw`.`types` (
+    `id` Int64,
+    `region` String,
+    `small` Nullable(Int16),
+    `qty` Nullable(Int32),
+    `ratio` Nullable(Float32),
+    `score` Nullable(Float64),
+    `price` Nullable(Decimal(12, 2)),
+    `exact` Nullable(String),
+    `ok` Nullable(UInt8),
+    `doc` Nullable(String),
+    `blob` Nullable(String),
+    `uid` Nullable(UUID),
+    `born` Nullable(Date),
+    `at` Nullable(DateTime('UTC')),
+    `atz` Nullable(DateTime('UTC')),
+    `clock` Nullable(String),
+    `span` Nullable(String),
+    `tags` Array(Nullable(String)),
+    `nums` Array(Nullable(Int32)),
+    `committed_at` Nullable(DateTime('UTC')),
+    `source_op` String,
+    `_version` UInt64,
+    `_is_deleted` UInt8,
+    `_sluice_marker` UInt8,
+    `_sluice_position` String
+) ENGINE = ReplacingMergeTree(`_version`)
+ORDER BY (`id`, `region`, `_sluice_marker`)
