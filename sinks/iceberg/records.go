@@ -85,7 +85,8 @@ func project(ctx context.Context, rec arrow.RecordBatch, keep []bool, cols []out
 			return nil, err
 		}
 		fields[i] = f
-		arrs[i] = rec.Column(rec.Schema().FieldIndices(c.src)[0])
+		arrs[i] = retype(rec.Column(rec.Schema().FieldIndices(c.src)[0]), f.Type)
+		defer arrs[i].Release()
 	}
 	all := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
 	defer all.Release()
@@ -100,6 +101,15 @@ func project(ctx context.Context, rec arrow.RecordBatch, keep []bool, cols []out
 		return nil, fmt.Errorf("selecting rows: %w", err)
 	}
 	return out, nil
+}
+
+// retype returns a reference to arr's data under dt, an equal type that differs only in the
+// metadata of nested fields. The caller releases it.
+func retype(arr arrow.Array, dt arrow.DataType) arrow.Array {
+	d := arr.Data()
+	nd := array.NewData(dt, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.MakeFromData(nd)
 }
 
 // one yields a single record batch. WriteRecords releases what it consumes, so it gets its own

@@ -96,12 +96,13 @@ func recordField(rec *arrow.Schema, name, tbl string) (arrow.Field, error) {
 // icebergType converts one column's Arrow type, as a poison error naming the column when the type
 // has no Iceberg equivalent.
 func (l layout) icebergType(c outCol) (iceberg.Type, error) {
-	t, err := table.ArrowTypeToIceberg(c.field.Type, true)
+	one := arrow.NewSchema([]arrow.Field{{Name: c.name, Type: c.field.Type, Nullable: true}}, nil)
+	sc, err := table.ArrowSchemaToIcebergWithFreshIDs(one, true)
 	if err != nil {
 		return nil, sinks.Poisonf("table %s column %s: type %s has no Iceberg equivalent: %v; "+
 			"cast the column in Postgres or leave it out of the publication", l.table, c.name, c.field.Type, err)
 	}
-	return t, nil
+	return sc.Field(0).Type, nil
 }
 
 // icebergSchema is the schema a new table gets: fresh field IDs, key columns required and listed
@@ -202,8 +203,26 @@ func withFieldIDs(c outCol, sc *iceberg.Schema) (arrow.Field, error) {
 	if !ok {
 		return arrow.Field{}, fmt.Errorf("column %s is not in the Iceberg schema", c.name)
 	}
-	md := arrow.NewMetadata([]string{table.ArrowParquetFieldIDKey}, []string{strconv.Itoa(f.ID)})
-	return arrow.Field{Name: c.name, Type: c.field.Type, Nullable: !f.Required, Metadata: md}, nil
+	return arrow.Field{Name: c.name, Type: withNestedIDs(c.field.Type, f.Type), Nullable: !f.Required,
+		Metadata: fieldID(f.ID)}, nil
+}
+
+func fieldID(id int) arrow.Metadata {
+	return arrow.NewMetadata([]string{table.ArrowParquetFieldIDKey}, []string{strconv.Itoa(id)})
+}
+
+// withNestedIDs returns dt with the Iceberg field IDs of t on its nested fields (list elements,
+// the only nested type batches carry); other types are returned as they are.
+func withNestedIDs(dt arrow.DataType, t iceberg.Type) arrow.DataType {
+	lt, ok := dt.(*arrow.ListType)
+	it, ok2 := t.(*iceberg.ListType)
+	if !ok || !ok2 {
+		return dt
+	}
+	elem := lt.ElemField()
+	elem.Type = withNestedIDs(elem.Type, it.Element)
+	elem.Metadata = fieldID(it.ElementID)
+	return arrow.ListOfField(elem)
 }
 
 // identifier splits a target such as raw.orders into the Iceberg namespace and table name.
