@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
@@ -88,6 +89,12 @@ func OpenS3(ctx context.Context, cfg S3Config) (*Store, error) {
 	}
 	if cfg.AccessKeyID != "" || cfg.SecretAccessKey != "" {
 		opts.Credentials = credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, "")
+	} else {
+		def, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region))
+		if err != nil {
+			return nil, fmt.Errorf("opening S3 staging bucket %s: loading AWS credentials: %w", cfg.Bucket, err)
+		}
+		opts.Credentials = def.Credentials
 	}
 	client := s3.New(opts)
 	b, err := s3blob.OpenBucket(ctx, client, cfg.Bucket, &s3blob.Options{

@@ -47,10 +47,7 @@ func stores(t *testing.T) map[string]*Store {
 	}
 	srv := httptest.NewServer(gofakes3.New(backend).Server())
 	t.Cleanup(srv.Close)
-	s3, err := OpenS3(ctx, S3Config{
-		Bucket: "staging", Prefix: "sluice/staging", Endpoint: srv.URL, Region: "us-east-1",
-		AccessKeyID: "test", SecretAccessKey: "test", PathStyle: true,
-	})
+	s3, err := Open(ctx, "s3://staging/sluice/staging?region=us-east-1&endpoint="+srv.URL, "test", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +180,40 @@ func TestPutRejectsInvalidRef(t *testing.T) {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+func TestOpenURL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		url     string
+		wantURI string
+		wantErr string
+	}{
+		{url: dir, wantURI: "file://" + dir + "/"},
+		{url: "file://" + dir + "/x", wantURI: "file://" + dir + "/x/"},
+		{url: "s3://bucket/a/b?endpoint=http://127.0.0.1:1&path_style=true", wantURI: "s3://bucket/a/b/"},
+		{url: "s3://bucket?path_style=maybe", wantErr: "path_style"},
+		{url: "gs://bucket", wantErr: `scheme "gs" is not supported`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			t.Parallel()
+			st, err := Open(context.Background(), tt.url, "k", "s")
+			if tt.wantErr != "" {
+				if err == nil || !bytes.Contains([]byte(err.Error()), []byte(tt.wantErr)) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if st.URI() != tt.wantURI {
+				t.Fatalf("URI %s, want %s", st.URI(), tt.wantURI)
+			}
+		})
 	}
 }

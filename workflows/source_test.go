@@ -1,0 +1,91 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/activities"
+)
+
+func TestSourceWorkflowSetsUpReadsAndContinuesAsNew(t *testing.T) {
+	t.Parallel()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	Register(env)
+	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{}}.Register(env)
+	var calls []string
+	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetupInput) (activities.SetupResult, error) {
+			calls = append(calls, "SetupSource")
+			return activities.SetupResult{Source: testSource, Start: sp(10), Tables: in.Tables}, nil
+		})
+	env.OnActivity(setupActs.EnsureTableWorkflows, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, tables []activities.TableConfig) error {
+			calls = append(calls, "EnsureTableWorkflows")
+			if len(tables) != 1 || tables[0].Spec.Target != "raw.orders" {
+				return errors.New("tables not passed on from setup")
+			}
+			return nil
+		})
+	env.OnActivity(readerActs.ReadStream, mock.Anything, mock.Anything).After(time.Minute).Return(
+		func(_ context.Context, in activities.ReadStreamInput) (activities.ReadStreamResult, error) {
+			calls = append(calls, "ReadStream")
+			if in.Source != testSource || in.RunFor != time.Hour {
+				return activities.ReadStreamResult{}, errors.New("reader input lacks the source or run time")
+			}
+			return activities.ReadStreamResult{Position: sp(500), Confirmed: sp(400), Batches: 3, Rows: 30}, nil
+		})
+	var running SourceStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		if err == nil {
+			err = v.Get(&running)
+		}
+		if err != nil {
+			t.Errorf("status query: %v", err)
+		}
+	}, 30*time.Second)
+
+	env.ExecuteWorkflow(SourceWorkflowType, SourceInput{Pipeline: "p1", Slot: "sluice_p1", Publication: "sluice_p1", Tables: []activities.TableConfig{testTable}})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new after the reader's run", err)
+	}
+	var next SourceInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Runs != 1 || next.Pipeline != "p1" || len(next.Tables) != 1 {
+		t.Fatalf("continued input %+v", next)
+	}
+	if !equalStrings(calls, []string{"SetupSource", "EnsureTableWorkflows", "ReadStream"}) {
+		t.Fatalf("calls %v", calls)
+	}
+	if running.Phase != PhaseRunning || running.Source != testSource {
+		t.Fatalf("status while reading %+v", running)
+	}
+}
+
+func TestSourceWorkflowStopsOnNotImplementedReader(t *testing.T) {
+	t.Parallel()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	Register(env)
+	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{}}.Register(env)
+	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(activities.SetupResult{Source: testSource}, nil)
+	env.OnActivity(setupActs.EnsureTableWorkflows, mock.Anything, mock.Anything).Return(nil)
+	// The real ReadStream: until its body lands it fails at once, not retried forever.
+	env.ExecuteWorkflow(SourceWorkflowType, SourceInput{Pipeline: "p1"})
+	var appErr *temporal.ApplicationError
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeNotImplemented {
+		t.Fatalf("workflow ended with %v, want %s", err, activities.ErrTypeNotImplemented)
+	}
+}
