@@ -1,0 +1,185 @@
+package iceberg
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	ok := Config{Catalog: CatalogConfig{URI: "/tmp/c.db"}, Warehouse: "/tmp/wh"}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want []string // substrings of the error; none means valid
+	}{
+		{"defaults: sqlite sql catalog, local warehouse", func(*Config) {}, nil},
+		{"postgres catalog on s3", func(c *Config) {
+			c.Catalog = CatalogConfig{Type: "sql", Dialect: "postgres", URI: "postgres://u@h/db"}
+			c.Warehouse = "s3://bucket/wh"
+			c.S3 = S3Config{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", AccessKeyID: "a", SecretAccessKey: "b"}
+		}, nil},
+		{"rest catalog", func(c *Config) { c.Catalog = CatalogConfig{Type: "rest", URI: "http://h:8181"}; c.Warehouse = "" }, nil},
+		{"everything wrong at once", func(c *Config) {
+			c.Catalog = CatalogConfig{Type: "sql", Dialect: "mysql"}
+			c.Warehouse = "gs://b/x"
+			c.S3.AccessKeyID = "only-the-id"
+			c.PartitionBuckets = -1
+		}, []string{"sink.iceberg.catalog.uri", "sink.iceberg.catalog.dialect", "sink.iceberg.warehouse",
+			"sink.iceberg.s3", "sink.iceberg.partition_buckets"}},
+		{"unknown catalog type", func(c *Config) { c.Catalog.Type = "glue" }, []string{"sink.iceberg.catalog.type"}},
+		{"rest without URL", func(c *Config) { c.Catalog = CatalogConfig{Type: "rest", URI: "h:8181"} }, []string{"http(s) URL"}},
+		{"bucketless s3 warehouse", func(c *Config) { c.Warehouse = "s3:///x" }, []string{"names no bucket"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := ok
+			tt.edit(&c)
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate accepted %+v", c)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c := Config{Catalog: CatalogConfig{URI: "c.db"}, Warehouse: "rel/wh"}.withDefaults()
+	if c.Catalog.Type != CatalogSQL || c.Catalog.Dialect != DialectSQLite || c.Catalog.Name != "sluice" {
+		t.Errorf("catalog defaults: %+v", c.Catalog)
+	}
+	if !strings.HasPrefix(c.Warehouse, "file:///") || !strings.HasSuffix(c.Warehouse, "/rel/wh") {
+		t.Errorf("warehouse %q, want an absolute file:// URL", c.Warehouse)
+	}
+	if got := sqliteDSN("/x/c.db"); !strings.HasPrefix(got, "file:/x/c.db?") || !strings.Contains(got, "busy_timeout") {
+		t.Errorf("sqliteDSN = %q", got)
+	}
+	if got := sqliteDSN("file:c.db?mode=rw"); got != "file:c.db?mode=rw" {
+		t.Errorf("sqliteDSN kept no user DSN: %q", got)
+	}
+}
+
+func TestPositionEncoding(t *testing.T) {
+	t.Parallel()
+	p := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x16B3748, Seq: 12}}
+	s, err := encodePosition(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		in     string
+		want   batch.SourcePosition
+		wantOK bool
+		err    bool
+	}{
+		{s, p, true, false},
+		{noPosition, batch.SourcePosition{}, false, false},
+		{"{not json", batch.SourcePosition{}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			got, ok, err := decodePosition(tt.in)
+			if (err != nil) != tt.err || ok != tt.wantOK || got != tt.want {
+				t.Errorf("decodePosition(%q) = %v, %v, %v", tt.in, got, ok, err)
+			}
+		})
+	}
+}
+
+func TestReadOps(t *testing.T) {
+	t.Parallel()
+	mem := memory.DefaultAllocator
+	strs := func(vals ...string) arrow.Array {
+		b := array.NewStringBuilder(mem)
+		defer b.Release()
+		b.AppendValues(vals, nil)
+		return b.NewArray()
+	}
+	ints := func(vals ...uint8) arrow.Array {
+		b := array.NewUint8Builder(mem)
+		defer b.Release()
+		b.AppendValues(vals, nil)
+		return b.NewArray()
+	}
+	tests := []struct {
+		name   string
+		col    arrow.Array
+		want   []batch.Op
+		poison bool
+	}{
+		{"names", strs("insert", "update", "delete", "snapshot-read"),
+			[]batch.Op{batch.OpInsert, batch.OpUpdate, batch.OpDelete, batch.OpSnapshot}, false},
+		{"numbers", ints(1, 3, 4), []batch.Op{batch.OpInsert, batch.OpDelete, batch.OpSnapshot}, false},
+		{"unknown name", strs("upsert"), nil, true},
+		{"unknown number", ints(9), nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			defer tt.col.Release()
+			sc := arrow.NewSchema([]arrow.Field{{Name: opColumn, Type: tt.col.DataType()}}, nil)
+			rec := array.NewRecordBatch(sc, []arrow.Array{tt.col}, int64(tt.col.Len()))
+			defer rec.Release()
+			got, err := readOps(rec, "shop.orders")
+			if tt.poison {
+				if !sinks.IsPoison(err) {
+					t.Fatalf("readOps: %v, want poison", err)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tt.want) {
+				t.Fatalf("readOps = %v, %v; want %v", got, err, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("row %d: %s, want %s", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestKeyRange(t *testing.T) {
+	t.Parallel()
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues([]int64{50, 7, 99, 3}, nil)
+	col := b.NewArray()
+	b.Release()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	rec := array.NewRecordBatch(sc, []arrow.Array{col}, 4)
+	col.Release()
+	defer rec.Release()
+	c := outCol{src: "id", name: "id", field: sc.Field(0)}
+
+	expr, ok := keyRange(rec, []bool{true, true, false, false}, c)
+	if !ok {
+		t.Fatal("no range for an int64 key")
+	}
+	if got := expr.String(); !strings.Contains(got, "7") || !strings.Contains(got, "50") || strings.Contains(got, "99") {
+		t.Errorf("range of the selected rows 50 and 7 = %s", got)
+	}
+	if _, ok := keyRange(rec, []bool{false, false, false, false}, c); ok {
+		t.Errorf("a range of no rows")
+	}
+}
