@@ -59,6 +59,12 @@ type Sink interface {
 	// atomic destination commit: after a crash either both are visible or neither. Writes are
 	// idempotent by key: re-applying a batch leaves the same visible rows. The caller (CommitBatch)
 	// skips batches already covered by Position and trims partly covered ones.
+	//
+	// Two special cases serve the backfill. A batch whose Hi position is zero (a snapshot chunk)
+	// writes its rows and leaves the committed position as it was, so a table shows a position
+	// only once its whole snapshot is in. A batch with no rows and a non-zero Hi (the end of a
+	// snapshot) commits Hi alone. Snapshot-phase rows may meet keys already present (an earlier
+	// attempt's chunk): they upsert, never duplicate.
 	Apply(ctx context.Context, b Batch) error
 
 	// DiscardSnapshot removes every row and the position of a partially applied snapshot, leaving
