@@ -2,9 +2,11 @@ package iceberg
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -262,4 +264,85 @@ func countFiles(t *testing.T, location string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestPartitionedByKeyBucket runs upserts, deletes and a snapshot chunk on a table partitioned by
+// bucket(4, id): equality deletes are routed to the partition of their key.
+func TestPartitionedByKeyBucket(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := newHarness(t, &Config{
+		Catalog:          CatalogConfig{URI: filepath.Join(dir, "catalog.db")},
+		Warehouse:        filepath.Join(dir, "warehouse"),
+		PartitionBuckets: 4,
+	})
+	if spec := h.table().Spec(); spec.NumFields() != 1 {
+		t.Fatalf("partition spec %s, want bucket[4](id)", spec)
+	}
+	var chunk []batch.Change
+	for id := range int64(40) {
+		chunk = append(chunk, snap(id, "s", int(id)))
+	}
+	if err := h.sink.Apply(t.Context(), h.batch(sinks.PhaseSnapshot, chunk...)); err != nil {
+		t.Fatal(err)
+	}
+	h.apply(upd(1, "u", 100), del(2), del(3), ins(50, "n", 50))
+	h.apply(ins(2, "back", 2), del(50))
+	want := map[int64]row{}
+	for id := range int64(40) {
+		want[id] = row{"s", id}
+	}
+	want[1] = row{"u", 100}
+	want[2] = row{"back", 2}
+	delete(want, 3)
+	if d := diffRows(want, h.rows()); d != "" {
+		t.Errorf("scan differs:\n%s", d)
+	}
+	if _, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
+		t.Fatalf("Maintain: %v", err)
+	}
+	if d := diffRows(want, h.rows()); d != "" {
+		t.Errorf("scan after maintenance differs:\n%s", d)
+	}
+}
+
+// TestConcurrentTables commits to several tables of one sqlite catalog at the same time, as the
+// table workflows of a pipeline do on one worker.
+func TestConcurrentTables(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	const tables, commits = 4, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, tables)
+	for i := range tables {
+		th := &harness{t: t, sink: h.sink, spec: ordersSpec(fmt.Sprintf("raw.orders_%d", i)), lsn: 0x1000}
+		if err := h.sink.EnsureTable(t.Context(), th.spec); err != nil {
+			t.Fatal(err)
+		}
+		batches := make([]sinks.Batch, commits)
+		for c := range commits {
+			batches[c] = th.batch(sinks.PhaseStream, ins(int64(c), "x", c), del(int64(c-1)))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, b := range batches {
+				if err := h.sink.Apply(t.Context(), b); err != nil {
+					errs <- fmt.Errorf("%s at %s: %w", b.Spec.Target, b.Hi, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i := range tables {
+		th := &harness{t: t, sink: h.sink, spec: ordersSpec(fmt.Sprintf("raw.orders_%d", i))}
+		if d := diffRows(map[int64]row{commits - 1: {"x", commits - 1}}, th.rows()); d != "" {
+			t.Errorf("table %d:\n%s", i, d)
+		}
+	}
 }

@@ -1,0 +1,61 @@
+package couchbase
+
+import (
+	"context"
+
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// DiscardSnapshot removes every document a partially applied snapshot wrote, its key index and
+// its checkpoint, leaving the target empty and without a position. It first marks the checkpoint
+// as discarding (Position then reports none), removes the documents listed in the key index
+// (chunks of batches that never committed included), then the index, then the checkpoint; an
+// interrupted discard is finished by the next DiscardSnapshot or Apply. Once a stream-phase batch
+// has committed the index is retired and the call is poison. Idempotent.
+func (s *Sink) DiscardSnapshot(ctx context.Context, spec sinks.TableSpec) error {
+	t, err := s.parseTarget(spec)
+	if err != nil {
+		return err
+	}
+	cp, err := s.readCheckpoint(ctx, t)
+	if err != nil {
+		return err
+	}
+	if cp.Streaming && !cp.Discarding {
+		return sinks.Poisonf("table %s: Couchbase target %s has committed stream batches after its snapshot, and "+
+			"only snapshot-phase documents are indexed; Sluice cannot empty it: drop collection %s of bucket %s "+
+			"(or remove its documents) and the checkpoint %s from %s.%s, then resume the table",
+			t.table, t, t, s.cfg.Bucket, t.checkpointKey(), t.scope, t.meta)
+	}
+	return s.discard(ctx, t, cp)
+}
+
+// discard does DiscardSnapshot's work from the checkpoint read as cp.
+func (s *Sink) discard(ctx context.Context, t target, cp stored) error {
+	if cp.exists && !cp.Discarding {
+		mark := cp.checkpoint
+		mark.Discarding, mark.Position, mark.Phase = true, nil, ""
+		var err error
+		if cp, err = s.writeCheckpoint(ctx, t, cp, mark); err != nil {
+			return err
+		}
+	}
+	keys, chunks, err := s.readIndex(ctx, t)
+	if err != nil {
+		return err
+	}
+	if err := s.removeKeys(ctx, t, keys); err != nil {
+		return err
+	}
+	if err := s.removeIndex(ctx, t, chunks); err != nil {
+		return err
+	}
+	if err := s.removeCheckpoint(ctx, t, cp); err != nil {
+		return err
+	}
+	if cp.exists || chunks > 0 {
+		s.log.InfoContext(ctx, "discarded partial snapshot", "table", t.table, "target", t.String(),
+			"documents", len(keys), "index_chunks", chunks)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package couchbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/couchbase/gocb/v2"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// Options are the sink's dependencies.
+type Options struct {
+	// Logger receives the sink's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Now returns the current time (for checkpoint timestamps); nil means time.Now.
+	Now func() time.Time
+}
+
+// Sink writes batches into the collections of one Couchbase bucket. It is safe for concurrent use
+// by different tables.
+type Sink struct {
+	cfg        Config
+	cluster    *gocb.Cluster
+	bucket     *gocb.Bucket
+	durability gocb.DurabilityLevel
+	log        *slog.Logger
+	now        func() time.Time
+}
+
+var _ sinks.Sink = (*Sink)(nil)
+
+// New validates cfg, connects to the cluster and waits until the bucket is ready (bounded by
+// ctx and Config.Timeout). The caller closes the sink.
+func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	durability, _ := durabilityLevel(cfg.Durability)
+	cluster, err := gocb.Connect(cfg.ConnStr, gocb.ClusterOptions{
+		Authenticator:  gocb.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password},
+		TimeoutsConfig: gocb.TimeoutsConfig{ConnectTimeout: cfg.Timeout, KVTimeout: cfg.Timeout, KVDurableTimeout: cfg.Timeout, ManagementTimeout: cfg.Timeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Couchbase (sink.couchbase.connstr): %w", err)
+	}
+	bucket := cluster.Bucket(cfg.Bucket)
+	if err := bucket.WaitUntilReady(cfg.Timeout, &gocb.WaitUntilReadyOptions{Context: ctx}); err != nil {
+		_ = cluster.Close(nil)
+		return nil, fmt.Errorf("waiting for bucket %s (sink.couchbase.bucket; check it exists and user %s may "+
+			"read and write it): %w", cfg.Bucket, cfg.Username, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Sink{cfg: cfg, cluster: cluster, bucket: bucket, durability: durability,
+		log: log.With("sink", "couchbase"), now: now}, nil
+}
+
+// Close disconnects from the cluster.
+func (s *Sink) Close(context.Context) error {
+	if err := s.cluster.Close(nil); err != nil {
+		return fmt.Errorf("closing the Couchbase connection: %w", err)
+	}
+	return nil
+}
+
+// collection returns the target's document collection.
+func (s *Sink) collection(t target) *gocb.Collection {
+	return s.bucket.Scope(t.scope).Collection(t.collection)
+}
+
+// meta returns the collection that holds the target's checkpoint and key index.
+func (s *Sink) meta(t target) *gocb.Collection {
+	return s.bucket.Scope(t.scope).Collection(t.meta)
+}
+
+// collections returns the bucket's collections as scope.collection.
+func (s *Sink) collections(ctx context.Context) (map[string]bool, error) {
+	scopes, err := s.bucket.CollectionsV2().GetAllScopes(&gocb.GetAllScopesOptions{Context: ctx, Timeout: s.cfg.Timeout})
+	if err != nil {
+		return nil, fmt.Errorf("listing the collections of bucket %s: %w", s.cfg.Bucket, err)
+	}
+	have := map[string]bool{}
+	for _, sc := range scopes {
+		have[sc.Name] = true
+		for _, c := range sc.Collections {
+			have[sc.Name+"."+c.Name] = true
+		}
+	}
+	return have, nil
+}
+
+// EnsureTable checks spec (a key, metadata names, a valid target) and creates the target's scope,
+// its collection and the scope's metadata collection when missing. Documents have no schema, so
+// added, dropped and retyped columns need nothing: later documents carry the new columns.
+// Idempotent.
+func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
+	t, err := s.parseTarget(spec)
+	if err != nil {
+		return err
+	}
+	if _, err := newLayout(spec); err != nil {
+		return err
+	}
+	if _, err := batch.ArrowSchema(spec.Schema); err != nil {
+		return sinks.Poisonf("table %s: mapping the schema to Arrow: %w", t.table, err)
+	}
+	have, err := s.collections(ctx)
+	if err != nil {
+		return err
+	}
+	mgr := s.bucket.CollectionsV2()
+	if !have[t.scope] {
+		err := mgr.CreateScope(t.scope, &gocb.CreateScopeOptions{Context: ctx, Timeout: s.cfg.Timeout})
+		if err != nil && !errors.Is(err, gocb.ErrScopeExists) {
+			return fmt.Errorf("table %s: creating scope %s in bucket %s (the user needs the bucket admin role, "+
+				"or create it yourself): %w", t.table, t.scope, s.cfg.Bucket, err)
+		}
+		s.log.InfoContext(ctx, "created scope", "table", t.table, "scope", t.scope)
+	}
+	for _, c := range []string{t.collection, t.meta} {
+		if have[t.scope+"."+c] {
+			continue
+		}
+		err := mgr.CreateCollection(t.scope, c, nil, &gocb.CreateCollectionOptions{Context: ctx, Timeout: s.cfg.Timeout})
+		if err != nil && !errors.Is(err, gocb.ErrCollectionExists) {
+			return fmt.Errorf("table %s: creating collection %s.%s in bucket %s (the user needs the bucket admin "+
+				"role, or create it yourself): %w", t.table, t.scope, c, s.cfg.Bucket, err)
+		}
+		s.log.InfoContext(ctx, "created collection", "table", t.table, "collection", t.scope+"."+c)
+	}
+	return nil
+}
+
+// Position returns the position in the target's checkpoint document; ok is false when there is
+// none (a new target, or a discard under way).
+func (s *Sink) Position(ctx context.Context, spec sinks.TableSpec) (batch.SourcePosition, bool, error) {
+	t, err := s.parseTarget(spec)
+	if err != nil {
+		return batch.SourcePosition{}, false, err
+	}
+	cp, err := s.readCheckpoint(ctx, t)
+	if err != nil {
+		return batch.SourcePosition{}, false, err
+	}
+	pos, ok := cp.committed()
+	return pos, ok, nil
+}

@@ -1,0 +1,273 @@
+package couchbase
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// TestApplyUpsertsDeletesAndKeyChanges backfills, then applies inserts, updates, deletes and key
+// changes (a delete of the old key and an insert of the new one, as the buffer emits them), and
+// compares every key ever used with the expected rows.
+func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3), snap(4, "d", 4), snap(5, "e", 5))
+	h.apply(sinks.PhaseStream, upd(2, "b2", 20), del(3), del(4), ins(40, "d", 4), ins(6, "f", 6))
+	last := h.apply(sinks.PhaseStream, del(6), ins(3, "c again", 33), upd(5, "e2", 50), del(99))
+
+	want := map[int64]row{1: {"a", 1}, 2: {"b2", 20}, 3: {"c again", 33}, 40: {"d", 4}, 5: {"e2", 50}}
+	universe := map[int64]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 40: true, 99: true}
+	if d := h.diff(want, universe); d != "" {
+		t.Errorf("documents differ:\n%s", d)
+	}
+	if pos, ok := h.position(); !ok || pos != last.Hi {
+		t.Errorf("Position = %v, %v; want %v", pos, ok, last.Hi)
+	}
+	// The whole body: columns in order, numeric exact, the named context column, nothing else.
+	doc, _ := h.doc(5)
+	wantDoc := `{"committed_at":"2026-11-30T12:00:00Z","id":5,"name":"e2","price":"50.50","qty":50}`
+	if got := jsonOf(doc); got != wantDoc {
+		t.Errorf("document 5 = %s, want %s", got, wantDoc)
+	}
+	// The first stream batch retired the snapshot's key index.
+	if ck, chunks := h.metaDocs(); !ck || chunks != 0 {
+		t.Errorf("checkpoint %v, %d key-index chunks; want a checkpoint and no chunks after streaming began", ck, chunks)
+	}
+}
+
+// TestRandomHistoryMatchesModel applies a random history of collapsed batches (inserts, updates,
+// deletes, key changes) and compares the documents with a model of the source, key by key.
+func TestRandomHistoryMatchesModel(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	rng := rand.New(rand.NewPCG(7, 11))
+	model := map[int64]row{}
+	universe := map[int64]bool{}
+	var changes []batch.Change
+	for id := int64(1); id <= 300; id++ {
+		model[id] = row{"snap", id}
+		universe[id] = true
+		changes = append(changes, snap(id, "snap", int(id)))
+	}
+	h.apply(sinks.PhaseSnapshot, changes...)
+	for n := range 15 {
+		touched := map[int64]bool{}
+		changes = changes[:0]
+		for range 80 {
+			id := rng.Int64N(400) + 1
+			if touched[id] {
+				continue
+			}
+			touched[id] = true
+			universe[id] = true
+			_, exists := model[id]
+			switch r := rng.IntN(10); {
+			case !exists:
+				model[id] = row{"ins", int64(n)}
+				changes = append(changes, ins(id, "ins", n))
+			case r < 5:
+				model[id] = row{"upd", int64(n)}
+				changes = append(changes, upd(id, "upd", n))
+			case r < 8:
+				delete(model, id)
+				changes = append(changes, del(id))
+			default: // the key changes: delete the old key, insert the new one
+				to := rng.Int64N(1000) + 1000
+				if touched[to] || model[to] != (row{}) {
+					continue
+				}
+				touched[to], universe[to] = true, true
+				model[to] = model[id]
+				delete(model, id)
+				changes = append(changes, del(id), ins(to, model[to].Name, int(model[to].Qty)))
+			}
+		}
+		h.apply(sinks.PhaseStream, changes...)
+	}
+	if d := h.diff(model, universe); d != "" {
+		t.Errorf("documents differ from the source model:\n%s", d)
+	}
+}
+
+// TestReplayedBatchCannotResurrect: insert K, commit; delete K, commit; re-applying the insert's
+// batch is covered by the checkpoint and skipped, so K stays deleted; a partly covered batch
+// only applies its rows above the checkpoint.
+func TestReplayedBatchCannotResurrect(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	insert := h.apply(sinks.PhaseStream, ins(7, "k", 7))
+	deleted := h.apply(sinks.PhaseStream, del(7))
+
+	if err := h.sink.Apply(t.Context(), insert); err != nil {
+		t.Fatalf("re-applying the insert: %v", err)
+	}
+	if doc, ok := h.doc(7); ok {
+		t.Errorf("after replaying the insert key 7 is %v; it must stay deleted", doc)
+	}
+	if p, _ := h.position(); p != deleted.Hi {
+		t.Errorf("position moved to %s by a replay; want %s", p, deleted.Hi)
+	}
+
+	// A re-cut batch spanning the committed position: rows at or below it are dropped.
+	h.lsn += 0x100
+	spanning := buildBatch(t, h.spec, sinks.PhaseStream, deleted.Hi.Position.LSN, ins(7, "old", 1))
+	spanning.Hi.Position = batch.Position{LSN: h.lsn}
+	if err := h.sink.Apply(t.Context(), spanning); err != nil {
+		t.Fatalf("applying a batch spanning the checkpoint: %v", err)
+	}
+	if doc, ok := h.doc(7); ok {
+		t.Errorf("a row at the committed position was applied again: key 7 is %v", doc)
+	}
+
+	// A position of another source is never compared silently.
+	other := h.batch(sinks.PhaseStream, ins(8, "x", 8))
+	other.Hi.Source.Slot = "another_slot"
+	if err := h.sink.Apply(t.Context(), other); !sinks.IsPoison(err) {
+		t.Errorf("Apply with a position of another source: %v, want poison", err)
+	}
+	if _, ok := h.doc(8); ok {
+		t.Errorf("a batch of another source wrote document 8")
+	}
+}
+
+// TestDiscardSnapshot empties the target and its position, including documents of a batch that
+// never committed, is idempotent, and leaves the target usable.
+func TestDiscardSnapshot(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
+	h.apply(sinks.PhaseSnapshot, del(1), upd(2, "b2", 2), ins(3, "live", 3))
+	// What a crash leaves after the index and documents of a batch, before its checkpoint.
+	ctx := t.Context()
+	cp, err := h.sink.readCheckpoint(ctx, h.tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := h.batch(sinks.PhaseSnapshot, snap(4, "d", 4), snap(5, "e", 5))
+	l, _ := newLayout(h.spec)
+	ops, _ := l.plan(crashed.Record, nil)
+	if _, err := h.sink.writeIndex(ctx, h.tgt, cp.IndexChunks, []string{"4", "5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sink.writeDocs(ctx, h.tgt, ops); err != nil {
+		t.Fatal(err)
+	}
+
+	universe := map[int64]bool{1: true, 2: true, 3: true, 4: true, 5: true}
+	for i := range 2 {
+		if err := h.sink.DiscardSnapshot(ctx, h.spec); err != nil {
+			t.Fatalf("DiscardSnapshot #%d: %v", i+1, err)
+		}
+		if d := h.diff(nil, universe); d != "" {
+			t.Errorf("after discard #%d:\n%s", i+1, d)
+		}
+		if p, ok := h.position(); ok {
+			t.Errorf("after discard #%d Position = %s, want none", i+1, p)
+		}
+		if ck, chunks := h.metaDocs(); ck || chunks != 0 {
+			t.Errorf("after discard #%d: checkpoint %v and %d index chunks left", i+1, ck, chunks)
+		}
+	}
+	b := h.apply(sinks.PhaseSnapshot, snap(3, "c", 3))
+	if d := h.diff(map[int64]row{3: {"c", 3}}, universe); d != "" {
+		t.Errorf("after discard and a new snapshot:\n%s", d)
+	}
+	if p, ok := h.position(); !ok || p != b.Hi {
+		t.Errorf("Position = %v, %v; want %s", p, ok, b.Hi)
+	}
+
+	h.apply(sinks.PhaseStream, ins(9, "stream", 9))
+	err = h.sink.DiscardSnapshot(ctx, h.spec)
+	if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "drop collection") {
+		t.Errorf("DiscardSnapshot after streaming began: %v; want poison saying what to do", err)
+	}
+}
+
+// TestInterruptedDiscardIsFinished: a discard cut short leaves the checkpoint marked; Position
+// reports none and the next Apply finishes the discard before writing.
+func TestInterruptedDiscardIsFinished(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
+	cp, err := h.sink.readCheckpoint(t.Context(), h.tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := cp.checkpoint
+	mark.Discarding, mark.Position = true, nil
+	if _, err := h.sink.writeCheckpoint(t.Context(), h.tgt, cp, mark); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := h.position(); ok {
+		t.Errorf("Position during a discard = %s, want none", p)
+	}
+	b := h.apply(sinks.PhaseSnapshot, snap(3, "c", 3))
+	if d := h.diff(map[int64]row{3: {"c", 3}}, map[int64]bool{1: true, 2: true, 3: true}); d != "" {
+		t.Errorf("after Apply on an interrupted discard:\n%s", d)
+	}
+	if p, ok := h.position(); !ok || p != b.Hi {
+		t.Errorf("Position = %v, %v; want %s", p, ok, b.Hi)
+	}
+}
+
+// TestPoison: what retrying cannot fix stops the table, naming it; nothing is written.
+func TestPoison(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(sinks.PhaseStream, ins(1, "a", 1))
+
+	t.Run("document too large", func(t *testing.T) {
+		big := h.batch(sinks.PhaseStream, ins(2, "ok", 2), ins(3, strings.Repeat("x", maxDocSize), 3))
+		err := h.sink.Apply(t.Context(), big)
+		if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "shop.orders") || !strings.Contains(err.Error(), `"3"`) {
+			t.Fatalf("Apply: %v; want poison naming the table and the key", err)
+		}
+		if _, ok := h.doc(2); ok {
+			t.Errorf("a poison batch wrote some of its documents")
+		}
+	})
+	for name, target := range map[string]string{
+		"target with three parts": "a.b.c", "target starting with _": "_x", "metadata collection": "sluice_meta",
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := ordersSpec(target)
+			if err := h.sink.EnsureTable(t.Context(), spec); !sinks.IsPoison(err) {
+				t.Fatalf("EnsureTable(%s): %v, want poison", target, err)
+			} else {
+				t.Logf("error: %v", err)
+			}
+		})
+	}
+}
+
+// TestEnsureTableIdempotent creates the scope and collections once and accepts a changed schema:
+// documents have none.
+func TestEnsureTableIdempotent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	added := ordersSpec(h.spec.Target)
+	added.Schema.Columns = append(added.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
+	for _, spec := range []sinks.TableSpec{h.spec, added} {
+		if err := h.sink.EnsureTable(t.Context(), spec); err != nil {
+			t.Fatalf("EnsureTable again: %v", err)
+		}
+	}
+	have, err := h.sink.collections(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{h.tgt.String(), h.tgt.scope + "." + h.tgt.meta} {
+		if !have[c] {
+			t.Errorf("collection %s was not created", c)
+		}
+	}
+	h.spec = added
+	h.apply(sinks.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("2"), txt("2.00"), txt("hi")}})
+	if doc, _ := h.doc(2); doc["note"] != "hi" {
+		t.Errorf("document 2 = %v, want note hi", doc)
+	}
+}
