@@ -1,0 +1,276 @@
+// Package sinktest is the conformance suite every sink runs: the contract of sinks.Sink as the
+// committer relies on it (positions read back from the destination, atomic data and position,
+// idempotent writes by key, deletes of missing keys, the backfill cases of Apply, discarding a
+// partial snapshot). A sink's own tests call Run with a harness that opens the sink against its
+// real service and reads back what a user would see.
+package sinktest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// Row is the visible image of one row of the conformance table (id bigint key, name text,
+// qty int4), as a user reading the destination sees it.
+type Row struct {
+	Name string
+	Qty  int32
+}
+
+// Harness adapts one sink to the suite.
+type Harness struct {
+	// Open returns a sink connected to the real service. The suite closes it.
+	Open func(t *testing.T) sinks.Sink
+	// Target returns a fresh, unique target name for one test.
+	Target func(t *testing.T) string
+	// Read returns every visible row of the target by id (deleted rows are not visible; a target
+	// that does not exist, as after DiscardSnapshot, has none).
+	Read func(t *testing.T, s sinks.Sink, spec sinks.TableSpec) map[int64]Row
+}
+
+// Source is the source identity the suite's positions carry.
+var Source = batch.SourceID{SystemID: "7400000000000000001", Timeline: 1, Slot: "sluice_sinktest"}
+
+// Spec returns the conformance table's spec for target.
+func Spec(target string) sinks.TableSpec {
+	return sinks.TableSpec{
+		Target: target,
+		Schema: batch.Schema{
+			Table: batch.TableName{Schema: "public", Name: "conformance"},
+			Columns: []batch.Column{
+				{Name: "id", TypeOID: 20, TypeName: "bigint", TypeMod: -1, NotNull: true, Key: true, Category: "N"},
+				{Name: "name", TypeOID: 25, TypeName: "text", TypeMod: -1, Category: "S"},
+				{Name: "qty", TypeOID: 23, TypeName: "integer", TypeMod: -1, Category: "N"},
+			},
+		},
+		Metadata: []sinks.MetadataColumn{{From: batch.MetaCommitTS, As: "committed_at"}},
+	}
+}
+
+// Upsert is an insert or update of id with name and qty at pos.
+func Upsert(id int64, name string, qty int32, lsn uint64, seq uint32) batch.Change {
+	return batch.Change{
+		Op: batch.OpUpdate, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_700_000_000, 0).UTC(),
+		Values: []batch.Value{text(strconv.FormatInt(id, 10)), text(name), text(strconv.Itoa(int(qty)))},
+	}
+}
+
+// Delete is a delete of id at pos.
+func Delete(id int64, lsn uint64, seq uint32) batch.Change {
+	return batch.Change{
+		Op: batch.OpDelete, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_700_000_000, 0).UTC(),
+		Values: []batch.Value{text(strconv.FormatInt(id, 10)), {Null: true}, {Null: true}},
+	}
+}
+
+// SnapshotRow is a row read by a snapshot at lsn.
+func SnapshotRow(id int64, name string, qty int32, lsn uint64) batch.Change {
+	c := Upsert(id, name, qty, lsn, 0)
+	c.Op, c.CommitTS = batch.OpSnapshot, time.Time{}
+	return c
+}
+
+func text(s string) batch.Value { return batch.Value{Text: []byte(s)} }
+
+// Batch builds a sinks.Batch of changes with watermark hi (zero: a snapshot chunk).
+func Batch(t *testing.T, spec sinks.TableSpec, phase sinks.Phase, hi batch.Position, changes ...batch.Change) sinks.Batch {
+	t.Helper()
+	b, err := batch.NewRecordBuilder(memory.DefaultAllocator, spec.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release()
+	rec, err := b.Build(changes, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rec.Release)
+	out := sinks.Batch{Spec: spec, Phase: phase, Record: rec}
+	if !hi.IsZero() {
+		lo := hi
+		if len(changes) > 0 {
+			lo = changes[0].Pos
+		}
+		out.Lo = batch.SourcePosition{Source: Source, Position: lo}
+		out.Hi = batch.SourcePosition{Source: Source, Position: hi}
+	}
+	return out
+}
+
+// Run runs the conformance suite against the sink h opens.
+func Run(t *testing.T, h Harness) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec)
+	}{
+		{"new table has no position", testNoPosition},
+		{"apply writes rows and position together", testApply},
+		{"updates deletes and missing keys", testUpsertDelete},
+		{"re-applying a batch changes nothing", testReapply},
+		{"snapshot chunks keep the position until the end", testSnapshotChunks},
+		{"discard removes a partial snapshot", testDiscard},
+		{"ensure table is idempotent", testEnsureTwice},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s := h.Open(t)
+			t.Cleanup(func() { _ = s.Close(context.Background()) })
+			spec := Spec(h.Target(t))
+			if err := s.EnsureTable(ctx, spec); err != nil {
+				t.Fatalf("EnsureTable(%s): %v", spec.Target, err)
+			}
+			tc.run(t, ctx, &checked{Sink: s, t: t, h: h}, spec)
+		})
+	}
+}
+
+// checked carries the harness so the tests can read back.
+type checked struct {
+	sinks.Sink
+	t *testing.T
+	h Harness
+}
+
+func (c *checked) rows(spec sinks.TableSpec) map[int64]Row { return c.h.Read(c.t, c.Sink, spec) }
+
+func rowsOf(s sinks.Sink, spec sinks.TableSpec) map[int64]Row { return s.(*checked).rows(spec) }
+
+func wantRows(t *testing.T, s sinks.Sink, spec sinks.TableSpec, want map[int64]Row) {
+	t.Helper()
+	got := rowsOf(s, spec)
+	for id, w := range want {
+		g, ok := got[id]
+		switch {
+		case !ok:
+			t.Errorf("id %d: missing, want %+v", id, w)
+		case g != w:
+			t.Errorf("id %d: got %+v, want %+v", id, g, w)
+		}
+	}
+	for id, g := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("id %d: extra row %+v", id, g)
+		}
+	}
+}
+
+func wantPosition(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec, want batch.Position, wantOK bool) {
+	t.Helper()
+	pos, ok, err := s.Position(ctx, spec)
+	if err != nil {
+		t.Fatalf("Position: %v", err)
+	}
+	if ok != wantOK || (ok && (pos.Position != want || pos.Source != Source)) {
+		t.Fatalf("Position = %v, %v; want %v, %v", pos, ok, batch.SourcePosition{Source: Source, Position: want}, wantOK)
+	}
+}
+
+func apply(t *testing.T, ctx context.Context, s sinks.Sink, b sinks.Batch) {
+	t.Helper()
+	if err := s.Apply(ctx, b); err != nil {
+		t.Fatalf("Apply(%s..%s): %v", b.Lo, b.Hi, err)
+	}
+}
+
+func testNoPosition(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	wantPosition(t, ctx, s, spec, batch.Position{}, false)
+	wantRows(t, s, spec, map[int64]Row{})
+}
+
+func testApply(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	hi := batch.Position{LSN: 0x1000, Seq: 5}
+	var changes []batch.Change
+	want := map[int64]Row{}
+	for i := int64(1); i <= 5; i++ {
+		changes = append(changes, Upsert(i, fmt.Sprintf("n%d", i), int32(i*10), 0x1000, uint32(i)))
+		want[i] = Row{Name: fmt.Sprintf("n%d", i), Qty: int32(i * 10)}
+	}
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, changes...))
+	wantRows(t, s, spec, want)
+	wantPosition(t, ctx, s, spec, hi, true)
+}
+
+func testUpsertDelete(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x1000, Seq: 3},
+		Upsert(1, "a", 1, 0x1000, 1), Upsert(2, "b", 2, 0x1000, 2), Upsert(3, "c", 3, 0x1000, 3)))
+	hi := batch.Position{LSN: 0x2000, Seq: 4}
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi,
+		Upsert(2, "b2", 22, 0x2000, 1), Delete(3, 0x2000, 2), Delete(999, 0x2000, 3), Upsert(4, "d", 4, 0x2000, 4)))
+	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}, 2: {"b2", 22}, 4: {"d", 4}})
+	wantPosition(t, ctx, s, spec, hi, true)
+	// A deleted key inserted again is visible once, with its new image.
+	hi = batch.Position{LSN: 0x3000, Seq: 1}
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, Upsert(3, "c-again", 33, 0x3000, 1)))
+	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}, 2: {"b2", 22}, 3: {"c-again", 33}, 4: {"d", 4}})
+	wantPosition(t, ctx, s, spec, hi, true)
+}
+
+func testReapply(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	first := Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x1000, Seq: 2},
+		Upsert(1, "a", 1, 0x1000, 1), Upsert(2, "b", 2, 0x1000, 2))
+	second := Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x2000, Seq: 2},
+		Upsert(1, "a2", 11, 0x2000, 1), Delete(2, 0x2000, 2))
+	apply(t, ctx, s, first)
+	apply(t, ctx, s, second)
+	apply(t, ctx, s, second) // a redelivered batch the committer did not skip
+	wantRows(t, s, spec, map[int64]Row{1: {"a2", 11}})
+	wantPosition(t, ctx, s, spec, batch.Position{LSN: 0x2000, Seq: 2}, true)
+}
+
+func testSnapshotChunks(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	const snap = 0x5000
+	chunk1 := Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(1, "a", 1, snap), SnapshotRow(2, "b", 2, snap))
+	chunk2 := Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(2, "b", 2, snap), SnapshotRow(3, "c", 3, snap))
+	apply(t, ctx, s, chunk1)
+	wantPosition(t, ctx, s, spec, batch.Position{}, false)
+	apply(t, ctx, s, chunk1) // a chunk retried after a lost reply
+	apply(t, ctx, s, chunk2) // overlapping the previous chunk by one key
+	wantPosition(t, ctx, s, spec, batch.Position{}, false)
+	end := Batch(t, spec, sinks.PhaseSnapshot, batch.Position{LSN: snap})
+	apply(t, ctx, s, end)
+	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}, 2: {"b", 2}, 3: {"c", 3}})
+	wantPosition(t, ctx, s, spec, batch.Position{LSN: snap}, true)
+	// The stream after the snapshot.
+	hi := batch.Position{LSN: snap + 0x100, Seq: 2}
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, Delete(1, snap+0x100, 1), Upsert(2, "b2", 22, snap+0x100, 2)))
+	wantRows(t, s, spec, map[int64]Row{2: {"b2", 22}, 3: {"c", 3}})
+	wantPosition(t, ctx, s, spec, hi, true)
+}
+
+func testDiscard(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(1, "a", 1, 0x5000), SnapshotRow(2, "b", 2, 0x5000)))
+	for i := 0; i < 2; i++ {
+		if err := s.DiscardSnapshot(ctx, spec); err != nil {
+			t.Fatalf("DiscardSnapshot (call %d): %v", i+1, err)
+		}
+		wantRows(t, s, spec, map[int64]Row{})
+		wantPosition(t, ctx, s, spec, batch.Position{}, false)
+	}
+	// The table takes a new snapshot after the discard.
+	if err := s.EnsureTable(ctx, spec); err != nil {
+		t.Fatalf("EnsureTable after discard: %v", err)
+	}
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(7, "g", 7, 0x6000)))
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseSnapshot, batch.Position{LSN: 0x6000}))
+	wantRows(t, s, spec, map[int64]Row{7: {"g", 7}})
+	wantPosition(t, ctx, s, spec, batch.Position{LSN: 0x6000}, true)
+}
+
+func testEnsureTwice(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x1000, Seq: 1}, Upsert(1, "a", 1, 0x1000, 1)))
+	if err := s.EnsureTable(ctx, spec); err != nil {
+		t.Fatalf("second EnsureTable: %v", err)
+	}
+	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}})
+	wantPosition(t, ctx, s, spec, batch.Position{LSN: 0x1000, Seq: 1}, true)
+}
