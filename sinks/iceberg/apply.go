@@ -26,7 +26,9 @@ type plan struct {
 // replace or delete an existing row, a data file with the upserted rows, and b.Hi in the snapshot
 // summary and the table properties. The commit requires the branch head Apply read, so a
 // concurrent writer makes it fail (transiently) instead of interleaving. A batch whose Hi the
-// table already holds is skipped, so a replayed Apply cannot move the position back.
+// table already holds is skipped, so a replayed Apply cannot move the position back; snapshot
+// batches at exactly the committed position are the exception (they all share the snapshot's
+// position) and are applied, idempotently.
 //
 // Snapshot-phase rows (snapshot-read) are appended without deletes unless their keys may already
 // be in the table. That is decided from the table itself, not from the caller's bookkeeping: the
@@ -91,7 +93,10 @@ func (s *Sink) covered(ctx context.Context, tbl *table.Table, b sinks.Batch) (bo
 			"batch %s: %w; the table was replicated from another cluster or slot: discard it and resync",
 			tableName(b.Spec), b.Spec.Target, committed, b.Hi, err)
 	}
-	if c >= 0 {
+	// Every row of a snapshot carries the snapshot's LSN at sequence 0, so all snapshot batches of
+	// a table share one Hi: an equal position does not mean the chunk is in. Re-applying one is
+	// safe, since its keys then overlap and it takes the upsert path.
+	if c > 0 || (c == 0 && b.Phase != sinks.PhaseSnapshot) {
 		s.log.InfoContext(ctx, "batch already committed, skipping", "table", tableName(b.Spec),
 			"position", b.Hi.String(), "committed", committed.String())
 		return true, nil
