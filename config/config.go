@@ -156,8 +156,8 @@ const (
 	MetaOp       = "op"        // __op: insert, update, delete or snapshot-read
 	MetaPos      = "pos"       // __pos: the change's position, 0/16B3748:12
 	MetaCommitTS = "commit_ts" // __commit_ts: commit time of the source transaction
-	MetaIngestTS = "ingest_ts" // __ingest_ts: when Sluice read the change
-	MetaSnapshot = "snapshot"  // __snapshot: whether the row came from the backfill
+	MetaIngestTS = "ingest_ts" // __ingest_ts: when Sluice built the batch
+	MetaSnapshot = "snapshot"  // __snapshot: the snapshot LSN of a backfilled row, null for stream rows
 	MetaPhase    = "phase"     // __phase: snapshot or stream
 )
 

@@ -101,7 +101,10 @@ func scanIdent(s string, i int) (string, int, error) {
 		j++
 	}
 	if j == i {
-		return "", i, errEmptyIdent
+		if s[i] == '.' {
+			return "", i, errEmptyIdent
+		}
+		return "", i, fmt.Errorf("unexpected %q at byte %d; names start with a letter or _, or are quoted as in public.\"Order Items\"", s[i], i)
 	}
 	return strings.ToLower(s[i:j]), j, nil
 }
