@@ -7,7 +7,9 @@ import (
 	"github.com/sluicecdc/sluice/sinks"
 )
 
-// Apply writes b's documents, then b.Hi into the target's checkpoint document. It is not one
+// Apply writes b's documents, then b.Hi into the target's checkpoint document. A snapshot chunk
+// (zero Hi) writes its documents and leaves the committed position as it was; a batch without
+// rows commits its Hi alone. It is not one
 // Couchbase transaction: the documents are written first, with bounded concurrency, and the
 // checkpoint last, by compare-and-swap. A crash in between leaves the checkpoint at the previous
 // batch, so the batch is applied again in full and converges (the package doc says why that
@@ -26,8 +28,10 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if err != nil {
 		return err
 	}
-	if err := l.check(b.Record, b.Spec); err != nil {
-		return err
+	if b.Record != nil {
+		if err := l.check(b.Record, b.Spec); err != nil {
+			return err
+		}
 	}
 	cp, err := s.readCheckpoint(ctx, t)
 	if err != nil {
@@ -42,16 +46,23 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 			return err
 		}
 	}
-	if done, err := s.covered(ctx, t, cp, b); done || err != nil {
-		return err
-	}
+	// A snapshot chunk (zero Hi) writes rows only; other batches are checked against the
+	// checkpoint and lose their rows at or below it.
+	chunk := b.Hi.Position.IsZero()
 	var after *batch.Position
-	if committed, ok := cp.committed(); ok {
-		after = &committed.Position
+	if !chunk {
+		if done, err := s.covered(ctx, t, cp, b); done || err != nil {
+			return err
+		}
+		if committed, ok := cp.committed(); ok {
+			after = &committed.Position
+		}
 	}
-	ops, err := l.plan(b.Record, after)
-	if err != nil {
-		return err
+	var ops []docOp
+	if b.Record != nil {
+		if ops, err = l.plan(b.Record, after); err != nil {
+			return err
+		}
 	}
 	next := cp.checkpoint
 	if b.Phase == sinks.PhaseSnapshot && !cp.Streaming {
@@ -74,8 +85,10 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if retire {
 		next.Streaming, next.IndexChunks = true, 0
 	}
-	hi := b.Hi
-	next.Position, next.Phase = &hi, string(b.Phase)
+	if !chunk {
+		hi := b.Hi
+		next.Position, next.Phase = &hi, string(b.Phase)
+	}
 	if _, err := s.writeCheckpoint(ctx, t, cp, next); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +114,10 @@ func openSink(t testing.TB, cfg Config) *Sink {
 
 type testWriter struct{ t testing.TB }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
 
 // buildBatch builds a batch of spec at commit LSN lsn (positions lsn:0, lsn:1, ...).
 func buildBatch(t testing.TB, spec sinks.TableSpec, phase sinks.Phase, lsn uint64, changes ...batch.Change) sinks.Batch {

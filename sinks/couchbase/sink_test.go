@@ -271,3 +271,70 @@ func TestEnsureTableIdempotent(t *testing.T) {
 		t.Errorf("document 2 = %v, want note hi", doc)
 	}
 }
+
+// TestSnapshotChunks follows the backfill contract: chunks carry a zero Hi and write rows
+// without a position; re-applying a chunk upserts; an empty batch commits the snapshot's
+// position; a discard before that empties the target.
+func TestSnapshotChunks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	chunk := func(from, to int64, name string) sinks.Batch {
+		var changes []batch.Change
+		for id := from; id <= to; id++ {
+			changes = append(changes, snap(id, name, int(id)))
+		}
+		b := h.batch(sinks.PhaseSnapshot, changes...)
+		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
+		return b
+	}
+	universe := map[int64]bool{}
+	want := map[int64]row{}
+	for id := int64(1); id <= 250; id++ {
+		universe[id] = true
+	}
+	attempt := func(name string) {
+		t.Helper()
+		if err := h.sink.DiscardSnapshot(ctx, h.spec); err != nil {
+			t.Fatalf("DiscardSnapshot before the backfill: %v", err)
+		}
+		for _, b := range []sinks.Batch{chunk(1, 100, name), chunk(101, 200, name), chunk(101, 200, name), chunk(201, 250, name)} {
+			if err := h.sink.Apply(ctx, b); err != nil {
+				t.Fatalf("Apply chunk: %v", err)
+			}
+			if p, ok := h.position(); ok {
+				t.Fatalf("a snapshot chunk committed position %s", p)
+			}
+		}
+		for id := int64(1); id <= 250; id++ {
+			want[id] = row{name, id}
+		}
+		if d := h.diff(want, universe); d != "" {
+			t.Fatalf("after the chunks of attempt %s:\n%s", name, d)
+		}
+	}
+	attempt("first")
+	// The session is lost: the next run discards and copies again, with other values.
+	attempt("second")
+	if _, chunks := h.metaDocs(); chunks != 4 {
+		t.Errorf("%d key-index chunks, want 4 (one per chunk applied after the discard)", chunks)
+	}
+
+	end := h.batch(sinks.PhaseSnapshot)
+	end.Record = nil
+	if err := h.sink.Apply(ctx, end); err != nil {
+		t.Fatalf("Apply of the snapshot's end: %v", err)
+	}
+	if p, ok := h.position(); !ok || p != end.Hi {
+		t.Fatalf("Position after the snapshot's end = %v, %v; want %s", p, ok, end.Hi)
+	}
+	h.apply(sinks.PhaseStream, del(1), upd(2, "live", 2))
+	delete(want, 1)
+	want[2] = row{"live", 2}
+	if d := h.diff(want, universe); d != "" {
+		t.Errorf("after streaming:\n%s", d)
+	}
+	if _, chunks := h.metaDocs(); chunks != 0 {
+		t.Errorf("%d key-index chunks left after streaming began", chunks)
+	}
+}
