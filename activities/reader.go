@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -14,6 +15,13 @@ import (
 type Reader struct {
 	Staging *staging.Store
 	Tables  TableStarter
+	Sources SourceConfigs
+	Logger  *slog.Logger
+	// Compression of the staged batch files; empty means zstd.
+	Compression batch.Compression
+	// ListEvery is how often the reader lists the staging store to learn which batches were
+	// acknowledged (which lets it confirm the slot further); 0 means 5 seconds.
+	ListEvery time.Duration
 }
 
 // ReadStreamInput says what to read and for how long.
@@ -41,13 +49,22 @@ type ReadStreamResult struct {
 }
 
 // ReadStream decodes pgoutput from the pipeline's slot, splits changes per table, cuts batches,
-// stages each (StageBatch) and confirms the slot only up to ConfirmablePosition. It heartbeats
+// stages each (StageBatch) and confirms the slot only up to what no table still holds: buffered
+// changes and staged batches that their table has not committed and acknowledged. It heartbeats
 // its position and returns after RunFor. Idle periods send keepalives so a quiet pipeline does
-// not hold WAL.
-//
-// Not implemented yet: it needs package source's pgoutput reader.
-func (a *Reader) ReadStream(_ context.Context, _ ReadStreamInput) (ReadStreamResult, error) {
-	return ReadStreamResult{}, notImplemented("ReadStream", "source (pgoutput reader)")
+// not hold WAL. A TRUNCATE of a table asks that table to resync (discard and backfill again from
+// a snapshot taken after the truncate), which is exact where replaying a truncate is not.
+func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
+	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
+	if err != nil {
+		return ReadStreamResult{}, err
+	}
+	r, err := a.newRun(ctx, cfg, in)
+	if err != nil {
+		return ReadStreamResult{}, err
+	}
+	defer r.close(ctx)
+	return r.run(ctx)
 }
 
 // StageBatch stages one cut batch and signals its table's workflow (starting it when it does not

@@ -3,16 +3,20 @@ package activities
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/source"
 )
 
 // Setup holds the activities that prepare a pipeline: the slot and publication, and one running
 // TableWorkflow per table.
 type Setup struct {
-	Tables TableStarter
+	Tables  TableStarter
+	Sources SourceConfigs
+	Logger  *slog.Logger
 }
 
 // SetupInput describes a pipeline's source side.
@@ -33,11 +37,27 @@ type SetupResult struct {
 }
 
 // SetupSource creates the slot and the publication when missing (idempotent), checks that the
-// publication carries exactly the configured tables, and reads each table's schema.
-//
-// Not implemented yet: it needs package source's slot, publication and schema functions.
-func (a *Setup) SetupSource(_ context.Context, _ SetupInput) (SetupResult, error) {
-	return SetupResult{}, notImplemented("SetupSource", "source (slot, publication, schema)")
+// publication carries exactly the configured tables, and reads each table's schema. A source
+// that cannot serve the pipeline (preflight problems) is a non-retryable SourceSetup error that
+// names every problem.
+func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, error) {
+	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
+	if err != nil {
+		return SetupResult{}, err
+	}
+	info, err := source.Setup(ctx, cfg, logOrDiscard(a.Logger))
+	if err != nil {
+		return SetupResult{}, sourceError("setting up the source of pipeline "+in.Pipeline, err)
+	}
+	out := SetupResult{
+		Source: info.ID,
+		Start:  batch.SourcePosition{Source: info.ID, Position: batch.Position{LSN: info.ConfirmedLSN}},
+	}
+	for i, t := range in.Tables {
+		t.Spec.Schema = info.Schemas[i]
+		out.Tables = append(out.Tables, t)
+	}
+	return out, nil
 }
 
 // EnsureTableWorkflows starts the TableWorkflow of every table that has none running, so idle

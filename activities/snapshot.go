@@ -3,11 +3,17 @@ package activities
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/source"
 )
 
 // Snapshot holds the backfill activities. BeginSnapshot, CopyChunk and EndSnapshot run in one
@@ -20,7 +26,20 @@ import (
 // table shows a position only once its snapshot is complete, and a table without one is
 // backfilled from scratch.
 type Snapshot struct {
-	Sinks SinkProvider
+	Sinks   SinkProvider
+	Sources SourceConfigs
+	Logger  *slog.Logger
+	// Mem allocates the chunks' records; nil means memory.DefaultAllocator.
+	Mem memory.Allocator
+
+	mu   sync.Mutex
+	open map[string]*heldSnapshot // by exported snapshot name
+}
+
+// heldSnapshot is an exported snapshot this worker holds for a table's session.
+type heldSnapshot struct {
+	table batch.TableName
+	snap  *source.Snapshot
 }
 
 // SnapshotInfo describes an exported snapshot.
@@ -40,11 +59,53 @@ type BeginSnapshotInput struct {
 }
 
 // BeginSnapshot exports a snapshot consistent with the pipeline's slot and keeps its connection
-// open on this worker for the session's CopyChunk and EndSnapshot.
-//
-// Not implemented yet: it needs package source's exported snapshot.
-func (a *Snapshot) BeginSnapshot(_ context.Context, _ BeginSnapshotInput) (SnapshotInfo, error) {
-	return SnapshotInfo{}, notImplemented("BeginSnapshot", "source (exported snapshot)")
+// open on this worker for the session's CopyChunk and EndSnapshot. A snapshot this worker still
+// holds for the same table (from a run that failed) is released first.
+func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (SnapshotInfo, error) {
+	cfg, err := sourceConfig(a.Sources, in.Table.Pipeline, "", "", []TableConfig{in.Table})
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	id, err := source.Identify(ctx, cfg)
+	if err != nil {
+		return SnapshotInfo{}, sourceError("identifying the source of table "+in.Table.Table().String(), err)
+	}
+	a.release(ctx, func(h *heldSnapshot) bool { return h.table == in.Table.Table() })
+	// The backfill begins with DiscardSnapshot, which may drop the target: create it again.
+	sink, err := a.Sinks.Sink(ctx, in.Table.Sink)
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, in.Table.Table(), err)
+	}
+	if err := sink.EnsureTable(ctx, in.Table.Spec); err != nil {
+		if sinks.IsPoison(err) {
+			return SnapshotInfo{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("table %s: sink %s cannot create %s: %v", in.Table.Table(), in.Table.Sink.Name, in.Table.Spec.Target, err),
+				ErrTypePoisonBatch, err)
+		}
+		return SnapshotInfo{}, fmt.Errorf("creating target %s of table %s: %w", in.Table.Spec.Target, in.Table.Table(), err)
+	}
+	snap, err := source.OpenSnapshot(ctx, cfg)
+	if err != nil {
+		return SnapshotInfo{}, sourceError("exporting a snapshot for table "+in.Table.Table().String(), err)
+	}
+	est, err := snap.Estimate(ctx, in.Table.Table())
+	if err != nil {
+		_ = snap.Close(context.WithoutCancel(ctx))
+		return SnapshotInfo{}, sourceError("estimating the rows of table "+in.Table.Table().String(), err)
+	}
+	a.mu.Lock()
+	if a.open == nil {
+		a.open = map[string]*heldSnapshot{}
+	}
+	a.open[snap.Name()] = &heldSnapshot{table: in.Table.Table(), snap: snap}
+	a.mu.Unlock()
+	logOrDiscard(a.Logger).Info("snapshot exported", "table", in.Table.Table().String(),
+		"lsn", batch.Position{LSN: snap.LSN()}.String(), "estimated_rows", est)
+	return SnapshotInfo{
+		Name:          snap.Name(),
+		Position:      batch.SourcePosition{Source: id, Position: batch.Position{LSN: snap.LSN()}},
+		EstimatedRows: est,
+	}, nil
 }
 
 // CopyChunkInput asks for the next chunk of a snapshot, in primary key order after After.
@@ -65,10 +126,43 @@ type CopyChunkResult struct {
 
 // CopyChunk reads one keyset-paginated chunk under the snapshot and applies it to the sink as a
 // snapshot batch (rows only, zero Hi). Re-applying a chunk is idempotent (upsert by key).
-//
-// Not implemented yet: it needs package source's snapshot reader.
-func (a *Snapshot) CopyChunk(_ context.Context, _ CopyChunkInput) (CopyChunkResult, error) {
-	return CopyChunkResult{}, notImplemented("CopyChunk", "source (snapshot reader)")
+func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkResult, error) {
+	held, err := a.held(in.Snapshot.Name, in.Table.Table())
+	if err != nil {
+		return CopyChunkResult{}, err
+	}
+	schema := in.Table.Spec.Schema
+	keys := keyIndexes(schema)
+	if len(in.After) != 0 && len(in.After) != len(keys) {
+		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys)),
+			ErrTypeSourceSetup, nil)
+	}
+	var after []batch.Value
+	for _, v := range in.After {
+		after = append(after, batch.Value{Text: []byte(v)})
+	}
+	limit := in.MaxRows
+	if limit <= 0 {
+		limit = 50_000
+	}
+	changes, err := held.snap.ReadChunk(ctx, schema, after, limit)
+	if err != nil {
+		return CopyChunkResult{}, sourceError(fmt.Sprintf("reading a chunk of table %s", schema.Table), err)
+	}
+	activity.RecordHeartbeat(ctx, len(changes))
+	res := CopyChunkResult{Rows: int64(len(changes)), Done: len(changes) < limit}
+	if len(changes) == 0 {
+		res.Last = in.After
+		return res, nil
+	}
+	for _, k := range keys {
+		res.Last = append(res.Last, string(changes[len(changes)-1].Values[k].Text))
+	}
+	if err := a.apply(ctx, in.Table, changes, batch.SourcePosition{}); err != nil {
+		return CopyChunkResult{}, err
+	}
+	return res, nil
 }
 
 // EndSnapshotInput names the snapshot to finish.
@@ -79,10 +173,88 @@ type EndSnapshotInput struct {
 
 // EndSnapshot commits the snapshot's position to the sink (the table is now backfilled) and
 // releases the snapshot's connection.
-//
-// Not implemented yet: it needs package source to release the exported snapshot.
-func (a *Snapshot) EndSnapshot(_ context.Context, _ EndSnapshotInput) error {
-	return notImplemented("EndSnapshot", "source (exported snapshot)")
+func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) error {
+	if _, err := a.held(in.Snapshot.Name, in.Table.Table()); err != nil {
+		return err
+	}
+	if err := a.apply(ctx, in.Table, nil, in.Snapshot.Position); err != nil {
+		return err
+	}
+	a.release(ctx, func(h *heldSnapshot) bool { return h.snap.Name() == in.Snapshot.Name })
+	logOrDiscard(a.Logger).Info("snapshot committed", "table", in.Table.Table().String(),
+		"lsn", in.Snapshot.Position.Position.String())
+	return nil
+}
+
+// CloseSnapshots releases every snapshot a worker's Snapshot activities still hold; the worker
+// calls it on shutdown. (A function, not a method: every exported method of an activity struct
+// is registered as an activity.)
+func CloseSnapshots(ctx context.Context, a *Snapshot) {
+	a.release(ctx, func(*heldSnapshot) bool { return true })
+}
+
+// apply writes snapshot rows (hi zero) or the snapshot's end (no rows, hi set) to the sink.
+func (a *Snapshot) apply(ctx context.Context, t TableConfig, rows []batch.Change, hi batch.SourcePosition) error {
+	sink, err := a.Sinks.Sink(ctx, t.Sink)
+	if err != nil {
+		return fmt.Errorf("opening sink %s for table %s: %w", t.Sink.Name, t.Table(), err)
+	}
+	mem := a.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	b, err := batch.NewRecordBuilder(mem, t.Spec.Schema)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("table %s: %v", t.Table(), err), ErrTypePoisonBatch, err)
+	}
+	defer b.Release()
+	rec, err := b.Build(rows, time.Now())
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", t.Table(), err), ErrTypePoisonBatch, err)
+	}
+	defer rec.Release()
+	err = sink.Apply(ctx, sinks.Batch{Spec: t.Spec, Phase: sinks.PhaseSnapshot, Record: rec, Lo: hi, Hi: hi})
+	if err == nil {
+		return nil
+	}
+	if sinks.IsPoison(err) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: sink %s cannot write snapshot rows into %s: %v; fix the cause, then resume the table",
+				t.Table(), t.Sink.Name, t.Spec.Target, err), ErrTypePoisonBatch, err)
+	}
+	return fmt.Errorf("applying snapshot rows of table %s: %w", t.Table(), err)
+}
+
+// held returns the snapshot this worker holds under name, or a SnapshotLost error.
+func (a *Snapshot) held(name string, table batch.TableName) (*heldSnapshot, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.open[name]
+	if !ok || h.table != table {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: this worker does not hold snapshot %s (the worker that exported it is gone); the run re-snapshots", table, name),
+			ErrTypeSnapshotLost, nil)
+	}
+	return h, nil
+}
+
+// release closes and forgets the held snapshots that match.
+func (a *Snapshot) release(ctx context.Context, match func(*heldSnapshot) bool) {
+	a.mu.Lock()
+	var closing []*heldSnapshot
+	for name, h := range a.open {
+		if match(h) {
+			closing = append(closing, h)
+			delete(a.open, name)
+		}
+	}
+	a.mu.Unlock()
+	for _, h := range closing {
+		if err := h.snap.Close(context.WithoutCancel(ctx)); err != nil {
+			logOrDiscard(a.Logger).Warn("closing snapshot", "table", h.table.String(), "err", err)
+		}
+	}
 }
 
 // DiscardSnapshot removes a partially applied snapshot: every row and the position of the
@@ -102,4 +274,15 @@ func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
 		return fmt.Errorf("discarding partial snapshot of table %s: %w", in.Table(), err)
 	}
 	return nil
+}
+
+// keyIndexes returns the positions of the key columns in schema.
+func keyIndexes(schema batch.Schema) []int {
+	var keys []int
+	for i, c := range schema.Columns {
+		if c.Key {
+			keys = append(keys, i)
+		}
+	}
+	return keys
 }

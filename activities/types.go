@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -25,6 +27,13 @@ const (
 	ErrTypeStagedBatchMissing = "StagedBatchMissing"
 	// ErrTypeNotImplemented: the activity's body waits for a package that has not landed.
 	ErrTypeNotImplemented = "NotImplemented"
+	// ErrTypeSourceSetup: the source cannot serve the pipeline as configured (wal_level, a missing
+	// table or key, an unsupported column type, privileges). Fix the source or the config, then
+	// restart the pipeline.
+	ErrTypeSourceSetup = "SourceSetup"
+	// ErrTypeSnapshotLost: a snapshot activity ran on a worker that does not hold the table's
+	// exported snapshot (the worker restarted). The workflow run fails and re-snapshots.
+	ErrTypeSnapshotLost = "SnapshotLost"
 )
 
 // SinkRef names a sink configured on the workers. Only the name travels in workflow inputs and
@@ -38,6 +47,8 @@ type TableConfig struct {
 	Pipeline string          `json:"pipeline"`
 	Spec     sinks.TableSpec `json:"spec"`
 	Sink     SinkRef         `json:"sink"`
+	// Key overrides the table's primary key (config tables[].key); empty means the primary key.
+	Key []string `json:"key,omitempty"`
 }
 
 // Table returns the source table's name.
@@ -60,6 +71,48 @@ type TableStarter interface {
 	// SignalBatch delivers ref to the table's workflow, starting the workflow when it is not
 	// running (but not restarting a failed one, whose next run reloads ref from staging).
 	SignalBatch(ctx context.Context, table TableConfig, ref staging.BatchRef) error
+	// Resync asks the table's running workflow to discard its target and backfill it again
+	// (the reader's answer to a TRUNCATE).
+	Resync(ctx context.Context, table TableConfig) error
+}
+
+// SourceConfigs gives activities the source settings of a pipeline: the DSN stays in the
+// workers' configuration, never in workflow inputs or history. The returned Config carries the
+// pipeline's slot and publication; callers set Tables.
+type SourceConfigs func(pipeline string) (source.Config, error)
+
+// sourceConfig returns the pipeline's source settings for the given tables, with the slot and
+// publication of the workflow's input when it names them.
+func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tables []TableConfig) (source.Config, error) {
+	if configs == nil {
+		return source.Config{}, temporal.NewNonRetryableApplicationError(
+			"this worker has no source configured", ErrTypeSourceSetup, nil)
+	}
+	cfg, err := configs(pipeline)
+	if err != nil {
+		return source.Config{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("pipeline %s: %v", pipeline, err), ErrTypeSourceSetup, err)
+	}
+	if slot != "" {
+		cfg.Slot = slot
+	}
+	if publication != "" {
+		cfg.Publication = publication
+	}
+	cfg.Tables = nil
+	for _, t := range tables {
+		cfg.Tables = append(cfg.Tables, source.TableConfig{Table: t.Table(), Key: t.Key})
+	}
+	return cfg, nil
+}
+
+// sourceError turns a permanent source error (a failed preflight, a missing table) into a
+// non-retryable error of type ErrTypeSourceSetup; other errors stay retryable.
+func sourceError(what string, err error) error {
+	if source.IsPermanent(err) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeSourceSetup, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // notImplemented is the error of an activity body that waits for another package.
@@ -67,4 +120,12 @@ func notImplemented(activity, waitsFor string) error {
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("activity %s is not implemented yet: it waits for package %s", activity, waitsFor),
 		ErrTypeNotImplemented, errors.ErrUnsupported)
+}
+
+// logOrDiscard returns l, or a logger that discards when l is nil.
+func logOrDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }

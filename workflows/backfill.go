@@ -87,7 +87,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 // next run re-snapshots from a clean table.
 func (t *table) sessionError(sctx workflow.Context, step string, err error) error {
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.NonRetryable() {
+	if errors.As(err, &appErr) && appErr.NonRetryable() && appErr.Type() != activities.ErrTypeSnapshotLost {
 		return err
 	}
 	state := "running"
