@@ -121,6 +121,11 @@ func (d *decoder) object(path string, raw any, out reflect.Value) {
 	t := out.Type()
 	for _, k := range keys {
 		i, ok := fieldIndex(t, k)
+		if _, lowerOK := fieldIndex(t, strings.ToLower(k)); !ok && lowerOK {
+			d.fail(joinKey(path, k), "keys are lower case; write %s", strings.ToLower(k))
+			d.ps.skip[joinKey(path, strings.ToLower(k))] = true
+			continue
+		}
 		if !ok {
 			d.fail(joinKey(path, k), "unknown key; allowed keys here are %s", strings.Join(fieldKeys(t), ", "))
 			continue

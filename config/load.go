@@ -82,6 +82,7 @@ func parse(r io.Reader, format string, lookupEnv func(string) (string, bool)) (*
 		}
 	}
 	d := newDecoder(origins)
+	d.checkKeys(data, format)
 	var c Config
 	d.decodeRoot(v.AllSettings(), &c)
 	if err := c.finish(d); err != nil {
