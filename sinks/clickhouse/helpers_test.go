@@ -1,0 +1,300 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}
+
+// ordersSpec is shop.orders(id int8 key, name text, qty int4, price numeric(12,2)) with
+// __commit_ts materialized as committed_at and __op as source_op.
+func ordersSpec(target string) sinks.TableSpec {
+	return sinks.TableSpec{
+		Target: target,
+		Schema: batch.Schema{
+			Table: batch.TableName{Schema: "shop", Name: "orders"},
+			Columns: []batch.Column{
+				{Name: "id", TypeOID: 20, TypeName: "bigint", NotNull: true, Key: true},
+				{Name: "name", TypeOID: 25, TypeName: "text"},
+				{Name: "qty", TypeOID: 23, TypeName: "integer"},
+				{Name: "price", TypeOID: 1700, TypeName: "numeric(12,2)", TypeMod: (12<<16 | 2) + 4},
+			},
+		},
+		Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}, {From: "op", As: "source_op"}},
+	}
+}
+
+// row is the visible state of one key of ordersSpec's table.
+type row struct {
+	Name  string
+	Qty   int32
+	Price string
+}
+
+func ins(id int64, name string, qty int) batch.Change  { return chg(batch.OpInsert, id, name, qty) }
+func upd(id int64, name string, qty int) batch.Change  { return chg(batch.OpUpdate, id, name, qty) }
+func snap(id int64, name string, qty int) batch.Change { return chg(batch.OpSnapshot, id, name, qty) }
+func del(id int64) batch.Change {
+	null := batch.Value{Null: true}
+	return batch.Change{Op: batch.OpDelete, Values: []batch.Value{txt(strconv.FormatInt(id, 10)), null, null, null}}
+}
+
+// rekey is an update that moves old's row to key id.
+func rekey(old, id int64, name string, qty int) batch.Change {
+	c := upd(id, name, qty)
+	null := batch.Value{Null: true}
+	c.OldKey = []batch.Value{txt(strconv.FormatInt(old, 10)), null, null, null}
+	return c
+}
+
+func chg(op batch.Op, id int64, name string, qty int) batch.Change {
+	return batch.Change{Op: op, Values: []batch.Value{
+		txt(strconv.FormatInt(id, 10)), txt(name), txt(strconv.Itoa(qty)), txt(strconv.Itoa(qty) + ".50"),
+	}}
+}
+
+func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
+
+// harness is a sink on the test ClickHouse with a fresh database, a table of ordersSpec, and the
+// model of what the table must show.
+type harness struct {
+	t     *testing.T
+	sink  *Sink
+	conn  driver.Conn
+	db    string
+	spec  sinks.TableSpec
+	lsn   uint64
+	model map[int64]row
+	done  []sinks.Batch // committed batches, for replays
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
+// newHarness connects a sink to addr (the shared test server when empty) with a fresh database.
+func newHarness(t *testing.T, addr string) *harness {
+	t.Helper()
+	if addr == "" {
+		addr = testenv.ClickHouse(t)
+	}
+	db := testenv.RandomName("sluice_test_")
+	s, err := New(t.Context(), Config{Addr: addr, Database: db, ReadTimeout: 30 * time.Second, DialTimeout: 2 * time.Second}, testLogger(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+quote(db))
+		_ = conn.Close()
+	})
+	h := &harness{t: t, sink: s, conn: conn, db: db, spec: ordersSpec("orders"), lsn: 0x16B3748, model: map[int64]row{}}
+	if err := s.EnsureTable(t.Context(), h.spec); err != nil {
+		t.Fatalf("EnsureTable: %v", err)
+	}
+	return h
+}
+
+// batch builds the next batch of changes as the pipeline does: positions, collapse, record.
+// Snapshot batches carry a zero Hi (rows only), as backfill chunks do.
+func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch {
+	h.t.Helper()
+	h.lsn += 0x100
+	for i := range changes {
+		changes[i].Pos = batch.Position{LSN: h.lsn, Seq: uint32(i)}
+		if changes[i].Op != batch.OpSnapshot {
+			changes[i].CommitTS = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		}
+	}
+	h.model = applyModel(h.model, changes)
+	col, err := batch.NewCollapser(h.spec.Schema)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	collapsed, err := col.Collapse(changes)
+	if err != nil {
+		h.t.Fatalf("Collapse: %v", err)
+	}
+	rb, err := batch.NewRecordBuilder(memory.DefaultAllocator, h.spec.Schema)
+	if err != nil {
+		h.t.Fatalf("NewRecordBuilder: %v", err)
+	}
+	defer rb.Release()
+	rec, err := rb.Build(collapsed, time.Now())
+	if err != nil {
+		h.t.Fatalf("Build: %v", err)
+	}
+	h.t.Cleanup(rec.Release)
+	b := sinks.Batch{Spec: h.spec, Phase: phase, Record: rec,
+		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn}},
+		Hi: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: uint32(max(len(changes)-1, 0))}}}
+	if phase == sinks.PhaseSnapshot {
+		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
+	}
+	return b
+}
+
+// apply builds and applies a stream batch of changes.
+func (h *harness) apply(changes ...batch.Change) sinks.Batch {
+	h.t.Helper()
+	b := h.batch(sinks.PhaseStream, changes...)
+	if err := h.sink.Apply(h.t.Context(), b); err != nil {
+		h.t.Fatalf("Apply: %v", err)
+	}
+	h.done = append(h.done, b)
+	return b
+}
+
+// applyModel applies changes in arrival order to a copy of m.
+func applyModel(m map[int64]row, changes []batch.Change) map[int64]row {
+	out := make(map[int64]row, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, c := range changes {
+		id, _ := strconv.ParseInt(string(c.Values[0].Text), 10, 64)
+		if c.OldKey != nil {
+			old, _ := strconv.ParseInt(string(c.OldKey[0].Text), 10, 64)
+			delete(out, old)
+		}
+		if c.Op == batch.OpDelete {
+			delete(out, id)
+			continue
+		}
+		qty, _ := strconv.Atoi(string(c.Values[2].Text))
+		out[id] = row{Name: string(c.Values[1].Text), Qty: int32(qty), Price: string(c.Values[3].Text)}
+	}
+	return out
+}
+
+// query returns the visible rows of a SELECT of id, name, qty, toString(price).
+func (h *harness) query(q string) map[int64]row {
+	h.t.Helper()
+	rows, err := h.conn.Query(h.t.Context(), q)
+	if err != nil {
+		h.t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	out := map[int64]row{}
+	for rows.Next() {
+		var (
+			id    int64
+			name  *string
+			qty   *int32
+			price *string
+		)
+		if err := rows.Scan(&id, &name, &qty, &price); err != nil {
+			h.t.Fatalf("scanning %s: %v", q, err)
+		}
+		if _, dup := out[id]; dup {
+			h.t.Fatalf("%s: key %d returned twice", q, id)
+		}
+		r := row{}
+		if name != nil {
+			r.Name = *name
+		}
+		if qty != nil {
+			r.Qty = *qty
+		}
+		if price != nil {
+			r.Price = *price
+		}
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// check compares the model with SELECT ... FINAL plus the tombstone filter and with the view,
+// key by key.
+func (h *harness) check(when string) {
+	h.t.Helper()
+	final := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.orders FINAL WHERE _is_deleted = 0", quote(h.db))
+	view := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.orders_current", quote(h.db))
+	for _, q := range []string{final, view} {
+		if d := diffRows(h.model, h.query(q)); d != "" {
+			h.t.Fatalf("%s: %s differs from the source:\n%s", when, q, d)
+		}
+	}
+}
+
+// diffRows lists the keys whose rows differ, in key order.
+func diffRows(want, got map[int64]row) string {
+	keys := map[int64]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range got {
+		keys[k] = true
+	}
+	sorted := make([]int64, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	var b strings.Builder
+	for _, k := range sorted {
+		w, inW := want[k]
+		g, inG := got[k]
+		switch {
+		case inW && !inG:
+			fmt.Fprintf(&b, "  key %d: missing, want %+v\n", k, w)
+		case !inW && inG:
+			fmt.Fprintf(&b, "  key %d: %+v is visible but the source deleted it (or never had it)\n", k, g)
+		case w != g:
+			fmt.Fprintf(&b, "  key %d: got %+v, want %+v\n", k, g, w)
+		}
+	}
+	return b.String()
+}
+
+// position returns the sink's committed position of the harness table.
+func (h *harness) position() (batch.SourcePosition, bool) {
+	h.t.Helper()
+	p, ok, err := h.sink.Position(h.t.Context(), h.spec)
+	if err != nil {
+		h.t.Fatalf("Position: %v", err)
+	}
+	return p, ok
+}
+
+// count runs a count() query.
+func (h *harness) count(q string) uint64 {
+	h.t.Helper()
+	var n uint64
+	if err := h.conn.QueryRow(h.t.Context(), q).Scan(&n); err != nil {
+		h.t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
