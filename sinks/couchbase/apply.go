@@ -33,18 +33,9 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 			return err
 		}
 	}
-	cp, err := s.readCheckpoint(ctx, t)
+	cp, err := s.begin(ctx, t)
 	if err != nil {
 		return err
-	}
-	if cp.Discarding {
-		s.log.InfoContext(ctx, "finishing an interrupted discard before the batch", "table", t.table, "target", t.String())
-		if err := s.discard(ctx, t, cp); err != nil {
-			return err
-		}
-		if cp, err = s.readCheckpoint(ctx, t); err != nil {
-			return err
-		}
 	}
 	// A snapshot chunk (zero Hi) writes rows only; other batches are checked against the
 	// checkpoint and lose their rows at or below it.
@@ -64,6 +55,24 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 			return err
 		}
 	}
+	return s.commit(ctx, t, cp, b, ops)
+}
+
+// begin reads the target's checkpoint, finishing an interrupted discard first.
+func (s *Sink) begin(ctx context.Context, t target) (stored, error) {
+	cp, err := s.readCheckpoint(ctx, t)
+	if err != nil || !cp.Discarding {
+		return cp, err
+	}
+	s.log.InfoContext(ctx, "finishing an interrupted discard before the batch", "table", t.table, "target", t.String())
+	if err := s.discard(ctx, t, cp); err != nil {
+		return stored{}, err
+	}
+	return s.readCheckpoint(ctx, t)
+}
+
+// commit writes the key index (snapshot phase), the documents, and then the checkpoint.
+func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, ops []docOp) error {
 	next := cp.checkpoint
 	if b.Phase == sinks.PhaseSnapshot && !cp.Streaming {
 		var keys []string
@@ -85,7 +94,7 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if retire {
 		next.Streaming, next.IndexChunks = true, 0
 	}
-	if !chunk {
+	if !b.Hi.Position.IsZero() {
 		hi := b.Hi
 		next.Position, next.Phase = &hi, string(b.Phase)
 	}

@@ -43,8 +43,10 @@
 // its scope (Config.MetadataCollection, default sluice_meta), holding the committed position.
 // Apply does not use a Couchbase transaction. It writes the batch's documents (at most
 // Config.Concurrency operations in flight, each with Config.Durability), and only when every
-// write has succeeded replaces the checkpoint with the batch's Hi by compare-and-swap. Why a
-// crash between the two loses nothing and resurrects nothing:
+// write has succeeded replaces the checkpoint with the batch's Hi by compare-and-swap. A snapshot
+// chunk (zero Hi) writes its documents and leaves the position as it was, and a batch without
+// rows commits its Hi alone, so a target shows a position only once its snapshot is complete.
+// Why a crash between the documents and the checkpoint loses nothing and resurrects nothing:
 //
 //   - The checkpoint only ever names the Hi of a batch whose every document write was
 //     acknowledged (with majority durability, replicated), so it never covers a row that is not
@@ -56,8 +58,9 @@
 //     attempt wrote, the replay leaves exactly the batch's final image of each of its keys, and
 //     keys outside the batch were never touched.
 //   - Batches commit one at a time in position order, and Apply itself skips a batch whose Hi the
-//     checkpoint covers. A batch older than the last committed one is never written again, so an
-//     insert cannot be replayed over a later delete: nothing is resurrected.
+//     checkpoint covers and drops the rows of any batch at or below the checkpoint. A row older
+//     than the last committed batch is never written again, so an insert cannot be replayed over
+//     a later delete: nothing is resurrected.
 //   - Between the crash and the replay a reader can see part of the crashed batch (newer values
 //     of some of its keys). The target is then ahead of its checkpoint, never behind it.
 //
@@ -65,10 +68,12 @@
 // which is how CommitBatch retries. A checkpoint write that loses a compare-and-swap race (two
 // workers committing one table) fails transiently, and the retry finds the batch covered.
 //
-// Why not a gocb transaction per batch: each document in a transaction costs a read, a staged
-// write and an unstaging write plus transaction records, real clusters impose durability on
-// them, and the unstaging after commit is not atomic for KV readers anyway. Plain durable writes
-// with the checkpoint last give the same guarantee on replay at several times the throughput.
+// Why not a gocb transaction per batch: each document in a transaction costs a staged write and
+// an unstaging write (and a read before a replace or remove) plus transaction records, and the
+// unstaging after commit is not atomic for KV readers anyway. On gocaves a 1,000-insert
+// transaction ran at about 950 documents/s (2,800 with 16 concurrent operations in the attempt),
+// against about 8,500 for this scheme with majority durability. Plain durable writes with the
+// checkpoint last give the same guarantee on replay.
 //
 // # Discarding a partial snapshot
 //
