@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -25,8 +24,6 @@ const (
 	ErrTypeSourceMismatch = "SourceMismatch"
 	// ErrTypeStagedBatchMissing: a batch that the sink does not hold is no longer staged.
 	ErrTypeStagedBatchMissing = "StagedBatchMissing"
-	// ErrTypeNotImplemented: the activity's body waits for a package that has not landed.
-	ErrTypeNotImplemented = "NotImplemented"
 	// ErrTypeSourceSetup: the source cannot serve the pipeline as configured (wal_level, a missing
 	// table or key, an unsupported column type, privileges). Fix the source or the config, then
 	// restart the pipeline.
@@ -115,12 +112,6 @@ func sourceError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// notImplemented is the error of an activity body that waits for another package.
-func notImplemented(activity, waitsFor string) error {
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("activity %s is not implemented yet: it waits for package %s", activity, waitsFor),
-		ErrTypeNotImplemented, errors.ErrUnsupported)
-}
 
 // logOrDiscard returns l, or a logger that discards when l is nil.
 func logOrDiscard(l *slog.Logger) *slog.Logger {

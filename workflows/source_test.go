@@ -74,7 +74,7 @@ func TestSourceWorkflowSetsUpReadsAndContinuesAsNew(t *testing.T) {
 	}
 }
 
-func TestSourceWorkflowStopsOnNotImplementedReader(t *testing.T) {
+func TestSourceWorkflowStopsOnNonRetryableReaderError(t *testing.T) {
 	t.Parallel()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -82,10 +82,11 @@ func TestSourceWorkflowStopsOnNotImplementedReader(t *testing.T) {
 	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{}}.Register(env)
 	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(activities.SetupResult{Source: testSource}, nil)
 	env.OnActivity(setupActs.EnsureTableWorkflows, mock.Anything, mock.Anything).Return(nil)
-	// The real ReadStream: until its body lands it fails at once, not retried forever.
+	// The real ReadStream on a worker without a source: a non-retryable SourceSetup error stops
+	// the workflow at once instead of retrying forever.
 	env.ExecuteWorkflow(SourceWorkflowType, SourceInput{Pipeline: "p1"})
 	var appErr *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeNotImplemented {
-		t.Fatalf("workflow ended with %v, want %s", err, activities.ErrTypeNotImplemented)
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeSourceSetup {
+		t.Fatalf("workflow ended with %v, want %s", err, activities.ErrTypeSourceSetup)
 	}
 }
