@@ -112,7 +112,6 @@ func sourceError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-
 // logOrDiscard returns l, or a logger that discards when l is nil.
 func logOrDiscard(l *slog.Logger) *slog.Logger {
 	if l == nil {
