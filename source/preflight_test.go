@@ -1,0 +1,134 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/batch"
+)
+
+func TestPreflightReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t,
+		"CREATE TABLE ok (id int PRIMARY KEY, v text)",
+		"CREATE TABLE nopk (id int, v text)",
+		"CREATE TABLE keyed_full (id int NOT NULL, v text)",
+		"ALTER TABLE keyed_full REPLICA IDENTITY FULL",
+		"CREATE TABLE keyed_default (id int NOT NULL, v text)",
+		"CREATE TABLE nullable_key (id int, v text)",
+		"ALTER TABLE nullable_key REPLICA IDENTITY FULL",
+		"CREATE TABLE odd (id int PRIMARY KEY, p point, ts tsvector)",
+		"CREATE TABLE filtered (id int PRIMARY KEY, v text)",
+	)
+	cfg := db.config(t, "ok", "nopk", "keyed_full", "keyed_default", "nullable_key", "odd", "missing", "filtered")
+	cfg.Tables[2].Key = []string{"id"}
+	cfg.Tables[3].Key = []string{"id"}
+	cfg.Tables[4].Key = []string{"id"}
+	db.exec(t, "CREATE PUBLICATION "+cfg.Publication+" FOR TABLE filtered WHERE (id > 10)")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler))
+	var pe *PreflightError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPreflight) || !IsPermanent(err) {
+		t.Fatalf("want a permanent *PreflightError, got %v", err)
+	}
+	want := []struct{ subject, message string }{
+		{"table public.nopk", "no primary key"},
+		{"table public.keyed_default", "not carried by the table's replica identity"},
+		{"column public.nullable_key.id", "allows NULL"},
+		{"column public.odd.p", "type point"},
+		{"column public.odd.ts", "type tsvector"},
+		{"table public.missing", "does not exist"},
+		{"publication " + cfg.Publication, "row filter"},
+	}
+	for _, w := range want {
+		found := false
+		for _, p := range pe.Problems {
+			if p.Subject == w.subject && strings.Contains(p.Message, w.message) && p.Fix != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no problem for %s saying %q in:\n%v", w.subject, w.message, err)
+		}
+	}
+	if len(pe.Problems) != len(want) {
+		t.Errorf("want %d problems, got %d:\n%v", len(want), len(pe.Problems), err)
+	}
+	for _, p := range pe.Problems {
+		if strings.Contains(p.Subject, "public.ok") || strings.Contains(p.Subject, "keyed_full") {
+			t.Errorf("unexpected problem for a valid table: %s", p)
+		}
+	}
+	if s, _ := readSlot(ctx, db.conn, cfg.Slot); s.Exists {
+		t.Error("a failed preflight must not create the slot")
+	}
+}
+
+func TestSetupIsIdempotentAndAddsTables(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t,
+		"CREATE TABLE a (id int PRIMARY KEY, v text NOT NULL)",
+		"CREATE TABLE b (x bigint NOT NULL, y text NOT NULL, z int, PRIMARY KEY (y, x))")
+	cfg := db.config(t, "a")
+	first := setup(t, cfg)
+	if !first.SlotCreated || first.ID.SystemID == "" || first.ID.Timeline < 1 || first.ID.Slot != cfg.Slot || first.ConfirmedLSN == 0 {
+		t.Fatalf("first setup: %+v", first)
+	}
+	cfg.Tables = append(cfg.Tables, TableConfig{Table: batch.TableName{Schema: "public", Name: "b"}})
+	second := setup(t, cfg)
+	if second.SlotCreated || second.ID != first.ID || len(second.Schemas) != 2 {
+		t.Fatalf("second setup: %+v", second)
+	}
+	b := second.Schemas[1]
+	var keys []string
+	for _, c := range b.Columns {
+		if c.Key {
+			keys = append(keys, c.Name)
+		}
+	}
+	if strings.Join(keys, ",") != "x,y" || !b.Columns[0].NotNull || b.Columns[2].NotNull || b.Columns[0].TypeName != "bigint" {
+		t.Errorf("schema of b: %+v", b)
+	}
+	var n int
+	if err := db.conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_publication_tables WHERE pubname = $1", cfg.Publication).Scan(&n); err != nil || n != 2 {
+		t.Errorf("publication has %d tables (%v), want 2", n, err)
+	}
+	if err := Teardown(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := readSlot(context.Background(), db.conn, cfg.Slot); s.Exists {
+		t.Error("teardown left the slot")
+	}
+}
+
+func TestSecondReaderGetsSlotInUse(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
+	cfg := db.config(t, "a")
+	info := setup(t, cfg)
+	started := make(chan struct{}, 1)
+	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld}, func(_ context.Context, ev Event) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	defer stop()
+	<-started
+	r, err := NewReader(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.Run(ctx, func(context.Context, Event) error { return nil }); !errors.Is(err, ErrSlotInUse) {
+		t.Fatalf("want ErrSlotInUse, got %v", err)
+	}
+}
