@@ -46,7 +46,7 @@ func (s *Sink) classify(ctx context.Context, t target, err error) error {
 // goneError is the poison error of a target whose collection was dropped while it ran.
 func (s *Sink) goneError(t target, err error) error {
 	return sinks.Poisonf("table %s: a collection of target %s in bucket %s is gone (dropped while the pipeline "+
-		"ran?); resume the table so that it is created again and backfilled: %w", t.table, t, s.cfg.Bucket, err)
+		"ran?); resume the table: Sluice creates the collection again and backfills it: %w", t.table, t, s.cfg.Bucket, err)
 }
 
 // missingCollection returns the name of the target's document or metadata collection when it

@@ -102,9 +102,10 @@ func (s *Sink) collections(ctx context.Context) (map[string]bool, error) {
 }
 
 // EnsureTable checks spec (a key, metadata names, a valid target) and creates the target's scope,
-// its collection and the scope's metadata collection when missing. Documents have no schema, so
-// added, dropped and retyped columns need nothing: later documents carry the new columns.
-// Idempotent.
+// its collection and the scope's metadata collection when missing. When the target collection was
+// missing, a checkpoint left for it is removed, so the table is backfilled. Documents have no
+// schema, so added, dropped and retyped columns need nothing: later documents carry the new
+// columns. Idempotent.
 func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	t, err := s.parseTarget(spec)
 	if err != nil {
@@ -129,7 +130,7 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 		}
 		s.log.InfoContext(ctx, "created scope", "table", t.table, "scope", t.scope)
 	}
-	for _, c := range []string{t.collection, t.meta} {
+	for _, c := range []string{t.meta, t.collection} {
 		if have[t.scope+"."+c] {
 			continue
 		}
@@ -140,7 +141,23 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 		}
 		s.log.InfoContext(ctx, "created collection", "table", t.table, "collection", t.scope+"."+c)
 	}
+	if !have[t.String()] {
+		return s.dropStaleCheckpoint(ctx, t)
+	}
 	return nil
+}
+
+// dropStaleCheckpoint removes the checkpoint and key index of a target whose collection did not
+// exist (dropped, or never created): they describe documents that are gone, and keeping the
+// position would stream into an empty collection without a backfill.
+func (s *Sink) dropStaleCheckpoint(ctx context.Context, t target) error {
+	cp, err := s.readCheckpoint(ctx, t)
+	if err != nil || !cp.exists {
+		return err
+	}
+	s.log.WarnContext(ctx, "target collection was missing; removing its checkpoint so the table is backfilled",
+		"table", t.table, "target", t.String())
+	return s.discard(ctx, t, cp)
 }
 
 // Position returns the position in the target's checkpoint document; ok is false when there is

@@ -338,3 +338,30 @@ func TestSnapshotChunks(t *testing.T) {
 		t.Errorf("%d key-index chunks left after streaming began", chunks)
 	}
 }
+
+// TestMissingCollectionForgetsCheckpoint: a checkpoint whose collection does not exist (dropped
+// while the pipeline ran) describes documents that are gone; EnsureTable recreates the collection
+// and removes the checkpoint, so the table is backfilled instead of streaming into nothing.
+func TestMissingCollectionForgetsCheckpoint(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.apply(sinks.PhaseStream, ins(1, "a", 1))
+	stale := ordersSpec(h.tgt.scope + ".dropped")
+	st, err := h.sink.parseTarget(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x5000}}
+	if _, err := h.sink.writeCheckpoint(t.Context(), st, stored{}, checkpoint{Position: &pos, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sink.EnsureTable(t.Context(), stale); err != nil {
+		t.Fatalf("EnsureTable: %v", err)
+	}
+	if p, ok, err := h.sink.Position(t.Context(), stale); err != nil || ok {
+		t.Errorf("Position of the recreated target = %v, %v, %v; want none", p, ok, err)
+	}
+	if p, ok := h.position(); !ok || p.Position.IsZero() {
+		t.Errorf("the other target's position was touched: %v, %v", p, ok)
+	}
+}
