@@ -151,22 +151,8 @@ type Table struct {
 	Key []string `json:"key,omitempty"`
 }
 
-// The context columns a metadata entry can materialize (its From).
-const (
-	MetaOp       = "op"        // __op: insert, update, delete or snapshot-read
-	MetaPos      = "pos"       // __pos: the change's position, 0/16B3748:12
-	MetaCommitTS = "commit_ts" // __commit_ts: commit time of the source transaction
-	MetaIngestTS = "ingest_ts" // __ingest_ts: when Sluice built the batch
-	MetaSnapshot = "snapshot"  // __snapshot: the snapshot LSN of a backfilled row, null for stream rows
-	MetaPhase    = "phase"     // __phase: snapshot or stream
-)
-
-// MetadataNames returns the names a metadata entry's from can take, in context-column order.
-func MetadataNames() []string {
-	return []string{MetaOp, MetaPos, MetaCommitTS, MetaIngestTS, MetaSnapshot, MetaPhase}
-}
-
-// Metadata materializes the context column __<From> as the destination column As.
+// Metadata materializes the context column __<From> as the destination column As. From is one
+// of batch.MetadataNames: op, pos, commit_ts, ingest_ts, snapshot or phase.
 type Metadata struct {
 	From string `json:"from"`
 	As   string `json:"as"`

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // keyPaths lists every key path of t as docs/config.md writes it, with [] for list entries.
@@ -47,7 +49,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 			t.Errorf("docs/config.md has no reference row for %s", p)
 		}
 	}
-	for _, name := range MetadataNames() {
+	for _, name := range batch.MetadataNames() {
 		if !strings.Contains(string(doc), "| `"+name+"` | `__"+name+"` |") {
 			t.Errorf("docs/config.md does not describe the context column %s", name)
 		}

@@ -120,11 +120,11 @@ func problemCases() []problemCase {
 		{"bad duration", []edit{set("batch.max_wait", "5 parsecs")}, []want{{"batch.max_wait", `cannot read "5 parsecs" as a duration`}}},
 
 		// keys viper would change
-	{"upper-case key", []edit{del("pipeline"), set("Pipeline", "demo")}, []want{{"Pipeline", "keys are lower case; write pipeline"}}},
-	{"upper-case nested key", []edit{del("sink.iceberg.warehouse"), set("sink.iceberg.WareHouse", "/wh")}, []want{{"sink.iceberg.WareHouse", "keys are lower case; write warehouse"}}},
-	{"dotted key", []edit{del("sink.type"), set("sink.iceberg.catalog.x", 1), func(m map[string]any) { m["sink.type"] = "iceberg" }}, []want{{"sink.type", "a key cannot contain a dot; nest the keys instead"}, {"sink.iceberg.catalog.x", "unknown key"}}},
+		{"upper-case key", []edit{del("pipeline"), set("Pipeline", "demo")}, []want{{"Pipeline", "keys are lower case; write pipeline"}}},
+		{"upper-case nested key", []edit{del("sink.iceberg.warehouse"), set("sink.iceberg.WareHouse", "/wh")}, []want{{"sink.iceberg.WareHouse", "keys are lower case; write warehouse"}}},
+		{"dotted key", []edit{del("sink.type"), set("sink.iceberg.catalog.x", 1), func(m map[string]any) { m["sink.type"] = "iceberg" }}, []want{{"sink.type", "a key cannot contain a dot; nest the keys instead"}, {"sink.iceberg.catalog.x", "unknown key"}}},
 
-	// pipeline
+		// pipeline
 		{"pipeline missing", []edit{del("pipeline")}, []want{{"pipeline", "missing; name the pipeline"}}},
 		{"pipeline characters", []edit{set("pipeline", "Orders Lake")}, []want{{"pipeline", `"Orders Lake" is not allowed; use lower-case letters, digits, _ and -`}}},
 		{"pipeline too long", []edit{set("pipeline", strings.Repeat("p", 57))}, []want{{"pipeline", "use at most 56"}}},

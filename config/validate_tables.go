@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 func (v *validator) tables(c *Config) {
@@ -91,9 +93,9 @@ func (v *validator) metadata(tablePath string, entries []Metadata) {
 		p := fmt.Sprintf("%s.metadata[%d]", tablePath, i)
 		switch {
 		case m.From == "":
-			v.ps.add(p+".from", "missing; use one of %s", strings.Join(MetadataNames(), ", "))
-		case !slices.Contains(MetadataNames(), m.From):
-			v.ps.add(p+".from", "%q is not a context column; use one of %s", m.From, strings.Join(MetadataNames(), ", "))
+			v.ps.add(p+".from", "missing; use one of %s", strings.Join(batch.MetadataNames(), ", "))
+		case !slices.Contains(batch.MetadataNames(), m.From):
+			v.ps.add(p+".from", "%q is not a context column; use one of %s", m.From, strings.Join(batch.MetadataNames(), ", "))
 		}
 		switch {
 		case m.As == "":
