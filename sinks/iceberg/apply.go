@@ -28,7 +28,8 @@ type plan struct {
 // concurrent writer makes it fail (transiently) instead of interleaving. A batch whose Hi the
 // table already holds is skipped, so a replayed Apply cannot move the position back; snapshot
 // batches at exactly the committed position are the exception (they all share the snapshot's
-// position) and are applied, idempotently.
+// position) and are applied, idempotently. A batch with a zero Hi (a backfill chunk) writes its
+// rows and leaves the position as it was; a batch without rows commits its Hi alone.
 //
 // Snapshot-phase rows (snapshot-read) are appended without deletes unless their keys may already
 // be in the table. That is decided from the table itself, not from the caller's bookkeeping: the
@@ -83,6 +84,9 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 // covered reports whether tbl already holds b.Hi. Positions of another source are poison: their
 // order is undefined and the table belongs to another stream.
 func (s *Sink) covered(ctx context.Context, tbl *table.Table, b sinks.Batch) (bool, error) {
+	if b.Hi.Position.IsZero() {
+		return false, nil // a snapshot chunk: rows only, compared with no position
+	}
 	committed, ok, err := tablePosition(tbl)
 	if err != nil || !ok {
 		return false, err
@@ -181,9 +185,15 @@ func keysMayExist(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch, 
 // commit writes the files and commits them with the position in one transaction pinned to the
 // branch head tbl was loaded at.
 func (s *Sink) commit(ctx context.Context, tbl *table.Table, b sinks.Batch, l layout, p plan) error {
-	pos, err := encodePosition(b.Hi)
-	if err != nil {
-		return err
+	// A snapshot chunk (zero Hi) writes rows and leaves the position as it was: its snapshot has
+	// no position in its summary, which Position walks past, and the property stays.
+	chunk := b.Hi.Position.IsZero()
+	var pos string
+	if !chunk {
+		var err error
+		if pos, err = encodePosition(b.Hi); err != nil {
+			return err
+		}
 	}
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
@@ -203,7 +213,10 @@ func (s *Sink) commit(ctx context.Context, tbl *table.Table, b sinks.Batch, l la
 		return err
 	}
 
-	summary := iceberg.Properties{positionKey: pos, phaseKey: string(b.Phase)}
+	summary := iceberg.Properties{phaseKey: string(b.Phase)}
+	if !chunk {
+		summary[positionKey] = pos
+	}
 	if len(written) == 0 {
 		// Nothing to write (an empty or fully trimmed batch): an empty append still moves the
 		// branch head, so the position is in a summary like any other.
@@ -211,7 +224,7 @@ func (s *Sink) commit(ctx context.Context, tbl *table.Table, b sinks.Batch, l la
 	} else {
 		err = tx.NewRowDelta(summary).AddRows(dataFiles...).AddDeletes(delFiles...).Commit(ctx)
 	}
-	if err == nil {
+	if err == nil && !chunk {
 		err = tx.SetProperties(iceberg.Properties{positionKey: pos})
 	}
 	if err != nil {

@@ -32,7 +32,7 @@ type Harness struct {
 	// Target returns a fresh, unique target name for one test.
 	Target func(t *testing.T) string
 	// Read returns every visible row of the target by id (deleted rows are not visible; a target
-	// that does not exist, as after DiscardSnapshot, has none).
+	// that does not exist, as after DiscardSnapshot, has none). A key visible twice fails the test.
 	Read func(t *testing.T, s sinks.Sink, spec sinks.TableSpec) map[int64]Row
 }
 
