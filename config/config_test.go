@@ -180,6 +180,8 @@ tables: [{source: public.orders, target: orders}]
 			func(c *Config) (any, any) { return c.Source.DSN, "postgres://sluice@db:5432/shop" }, nil},
 		{"invalid value names the variable", map[string]string{"SLUICE_BATCH_MAX_ROWS": "lots"}, nil,
 			[]want{{"batch.max_rows", `want a whole number, got "lots" (set by environment variable SLUICE_BATCH_MAX_ROWS)`}}},
+		{"file's mistake above a variable stays visible", map[string]string{"SLUICE_BATCH_MAX_WAIT": "2s"}, nil,
+			[]want{{"batch", "want a mapping of keys (max_rows, max_bytes, max_wait), got a list"}}},
 		{"other sink's variable", map[string]string{"SLUICE_SINK_COUCHBASE_PASSWORD": "pw"}, nil,
 			[]want{{"sink.couchbase", "not allowed with sink.type clickhouse; remove this section (and any SLUICE_SINK_COUCHBASE_* variable)"}}},
 	}
@@ -187,7 +189,11 @@ tables: [{source: public.orders, target: orders}]
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
-			c, err := parse(strings.NewReader(yaml), "yaml", lookup)
+			doc := yaml
+			if strings.HasPrefix(tc.name, "file's mistake") {
+				doc += "batch: [1]\n"
+			}
+			c, err := parse(strings.NewReader(doc), "yaml", lookup)
 			if tc.want != nil {
 				checkProblems(t, problemsOf(t, err), tc.want)
 				return

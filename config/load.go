@@ -74,9 +74,12 @@ func parse(r io.Reader, format string, lookupEnv func(string) (string, bool)) (*
 		return nil, fmt.Errorf("parsing %s config: %w", format, err)
 	}
 	origins := map[string]string{}
+	file := v.AllSettings()
 	for _, path := range leafPaths(reflect.TypeFor[Config](), "") {
 		name := EnvName(path)
-		if val, ok := lookupEnv(name); ok && val != "" {
+		// An override under a key the file sets to something other than a mapping would hide
+		// the file's mistake (viper replaces the value); leave it to the decoder to report.
+		if val, ok := lookupEnv(name); ok && val != "" && mappingsAbove(file, path) {
 			v.Set(path, val)
 			origins[path] = name
 		}
@@ -131,4 +134,22 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 func (c Config) MarshalJSON() ([]byte, error) {
 	type plain Config // without methods, so encoding does not recurse
 	return json.Marshal(plain(c))
+}
+
+// mappingsAbove reports whether every key above path in tree is a mapping or absent.
+func mappingsAbove(tree map[string]any, path string) bool {
+	segs := strings.Split(path, ".")
+	cur := tree
+	for _, s := range segs[:len(segs)-1] {
+		next, ok := cur[s]
+		if !ok || next == nil {
+			return true
+		}
+		m, ok := stringMap(next)
+		if !ok {
+			return false
+		}
+		cur = m
+	}
+	return true
 }
