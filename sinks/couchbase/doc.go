@@ -66,7 +66,15 @@
 //
 // The argument needs the replay to be the same batch (the staged file the crashed attempt read),
 // which is how CommitBatch retries. A checkpoint write that loses a compare-and-swap race (two
-// workers committing one table) fails transiently, and the retry finds the batch covered.
+// workers committing one table) fails transiently, and the retry finds the batch covered. What
+// the compare-and-swap cannot undo is a stale attempt's document writes: a worker cut off from
+// Temporal that keeps writing batch N after another worker committed N+1 can put N's values back
+// on keys N+1 also changed, until those keys change again. Writes stop as soon as the attempt's
+// context is cancelled (heartbeat timeout), which bounds that window.
+//
+// EnsureTable creates missing collections. When the target collection itself was missing
+// (dropped while the pipeline ran), it removes the target's checkpoint, so the table is
+// backfilled rather than streamed into an empty collection.
 //
 // Why not a gocb transaction per batch: each document in a transaction costs a staged write and
 // an unstaging write (and a read before a replace or remove) plus transaction records, and the

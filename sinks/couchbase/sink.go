@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/couchbase/gocb/v2"
@@ -30,6 +31,8 @@ type Sink struct {
 	durability gocb.DurabilityLevel
 	log        *slog.Logger
 	now        func() time.Time
+	// metaSeen holds the scopes whose metadata collection is known to exist (scope name -> true).
+	metaSeen sync.Map
 }
 
 var _ sinks.Sink = (*Sink)(nil)
@@ -161,11 +164,22 @@ func (s *Sink) dropStaleCheckpoint(ctx context.Context, t target) error {
 }
 
 // Position returns the position in the target's checkpoint document; ok is false when there is
-// none (a new target, or a discard under way).
+// none (a new target, or a discard under way). Before EnsureTable has created the scope's
+// metadata collection there is no checkpoint, and Position says so without waiting for one.
 func (s *Sink) Position(ctx context.Context, spec sinks.TableSpec) (batch.SourcePosition, bool, error) {
 	t, err := s.parseTarget(spec)
 	if err != nil {
 		return batch.SourcePosition{}, false, err
+	}
+	if _, seen := s.metaSeen.Load(t.scope); !seen {
+		have, err := s.collections(ctx)
+		if err != nil {
+			return batch.SourcePosition{}, false, err
+		}
+		if !have[t.scope+"."+t.meta] {
+			return batch.SourcePosition{}, false, nil
+		}
+		s.metaSeen.Store(t.scope, true)
 	}
 	cp, err := s.readCheckpoint(ctx, t)
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -363,5 +365,20 @@ func TestMissingCollectionForgetsCheckpoint(t *testing.T) {
 	}
 	if p, ok := h.position(); !ok || p.Position.IsZero() {
 		t.Errorf("the other target's position was touched: %v, %v", p, ok)
+	}
+}
+
+// TestPositionBeforeEnsureTable: a target whose scope has no metadata collection yet has no
+// position, reported at once.
+func TestPositionBeforeEnsureTable(t *testing.T) {
+	t.Parallel()
+	s := openSink(t, testConfig(t))
+	start := time.Now()
+	p, ok, err := s.Position(t.Context(), ordersSpec(testenv.RandomName("t")+".orders"))
+	if err != nil || ok {
+		t.Errorf("Position = %v, %v, %v; want none", p, ok, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Position took %s; it must not wait for a missing collection", d)
 	}
 }
