@@ -121,6 +121,7 @@ func TestDefaults(t *testing.T) {
 			return *c.Sink.ClickHouse, ClickHouse{Addr: "127.0.0.1:9000", Database: "default", Username: "default"}
 		}},
 		{"couchbase scope", []edit{sinkOf("couchbase", couchbaseSink())}, func(c *Config) (any, any) { return c.Sink.Couchbase.Scope, "_default" }},
+		{"empty metadata is none", []edit{set("tables.0.metadata", []any{})}, func(c *Config) (any, any) { return c.Tables[0].Metadata == nil, true }},
 		{"no key override", nil, func(c *Config) (any, any) { return c.Tables[0].Key == nil, true }},
 		{"set values kept", []edit{set("batch", map[string]any{"max_rows": 10, "max_bytes": "1.5KiB", "max_wait": "250ms"})}, func(c *Config) (any, any) {
 			return c.Batch, Batch{10, 1536, Duration(250 * time.Millisecond)}

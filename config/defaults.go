@@ -47,6 +47,11 @@ func (c *Config) ApplyDefaults() {
 	if cb := c.Sink.Couchbase; cb != nil {
 		setDefault(&cb.Scope, DefaultCouchbaseScope)
 	}
+	for i := range c.Tables {
+		if len(c.Tables[i].Metadata) == 0 {
+			c.Tables[i].Metadata = nil // "metadata: []" means none, as its JSON encoding does
+		}
+	}
 }
 
 // setDefault sets *p to def when *p is the zero value.
