@@ -1,0 +1,130 @@
+// Package pipeline turns one validated pipeline config into what the worker and the starter
+// need: the source settings the activities read (credentials stay on the workers), the sink the
+// activities write to, and the plain-JSON SourceWorkflow input that starts the pipeline (the same
+// input `temporal workflow start` takes).
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/iceberg"
+	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/workflows"
+)
+
+// SourceInput is the SourceWorkflow input of cfg: names, tables and batch limits, no secrets.
+func SourceInput(cfg *config.Config) workflows.SourceInput {
+	in := workflows.SourceInput{
+		Pipeline:    cfg.Pipeline,
+		Slot:        cfg.Source.Slot,
+		Publication: cfg.Source.Publication,
+		MaxRows:     cfg.Batch.MaxRows,
+		MaxBytes:    int64(cfg.Batch.MaxBytes),
+		MaxWait:     cfg.Batch.MaxWait.D(),
+	}
+	for _, t := range cfg.Tables {
+		in.Tables = append(in.Tables, TableConfig(cfg, t))
+	}
+	return in
+}
+
+// TableConfig is one configured table as the workflows and activities see it. Its schema is
+// filled from the source catalog by the SetupSource activity.
+func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
+	name, _ := t.SourceName()
+	spec := sinks.TableSpec{Target: t.Target, Schema: batch.Schema{Table: name}}
+	for _, m := range t.Metadata {
+		spec.Metadata = append(spec.Metadata, sinks.MetadataColumn{From: m.From, As: m.As})
+	}
+	return activities.TableConfig{Pipeline: cfg.Pipeline, Spec: spec, Sink: SinkRef(cfg), Key: t.Key}
+}
+
+// SinkRef names the pipeline's sink in workflow inputs: its type.
+func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{Name: cfg.Sink.Type} }
+
+// TableOptions are the TableWorkflow options of cfg.
+func TableOptions(cfg *config.Config) workflows.TableOptions {
+	return workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows}
+}
+
+// SourceConfigs serves the source settings of cfg's pipeline to the activities.
+func SourceConfigs(cfg *config.Config) activities.SourceConfigs {
+	return func(pipeline string) (source.Config, error) {
+		if pipeline != cfg.Pipeline {
+			return source.Config{}, fmt.Errorf("this worker serves pipeline %q, not %q: start a worker with that pipeline's config", cfg.Pipeline, pipeline)
+		}
+		return source.Config{DSN: cfg.Source.DSN, Slot: cfg.Source.Slot, Publication: cfg.Source.Publication}, nil
+	}
+}
+
+// Sinks opens the pipeline's sink on first use and shares it; it implements
+// activities.SinkProvider. Close closes it.
+type Sinks struct {
+	cfg *config.Config
+	log *slog.Logger
+
+	mu   sync.Mutex
+	sink sinks.Sink
+}
+
+// NewSinks returns the sink provider of cfg.
+func NewSinks(cfg *config.Config, log *slog.Logger) *Sinks { return &Sinks{cfg: cfg, log: log} }
+
+// Sink returns the sink ref names, opening it on first use.
+func (s *Sinks) Sink(ctx context.Context, ref activities.SinkRef) (sinks.Sink, error) {
+	if ref.Name != s.cfg.Sink.Type {
+		return nil, fmt.Errorf("this worker's sink is %q, the workflow asks for %q: start a worker with that pipeline's config", s.cfg.Sink.Type, ref.Name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sink != nil {
+		return s.sink, nil
+	}
+	sink, err := Open(ctx, s.cfg, s.log)
+	if err != nil {
+		return nil, err
+	}
+	s.sink = sink
+	return sink, nil
+}
+
+// Close closes the sink if it was opened.
+func (s *Sinks) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sink == nil {
+		return nil
+	}
+	err := s.sink.Close(ctx)
+	s.sink = nil
+	return err
+}
+
+// Open opens the sink cfg configures.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink, error) {
+	switch cfg.Sink.Type {
+	case config.SinkIceberg:
+		return openIceberg(ctx, cfg.Sink.Iceberg, log)
+	}
+	return nil, fmt.Errorf("sink.type %q: this build has no %s sink yet; use iceberg", cfg.Sink.Type, cfg.Sink.Type)
+}
+
+func openIceberg(ctx context.Context, c *config.Iceberg, log *slog.Logger) (sinks.Sink, error) {
+	s, err := iceberg.New(ctx, iceberg.Config{
+		Catalog: iceberg.CatalogConfig{Type: c.Catalog.Type, URI: c.Catalog.URI, Dialect: c.Catalog.Dialect, Name: c.Catalog.Name},
+		Warehouse: c.Warehouse,
+		S3: iceberg.S3Config{Endpoint: c.S3.Endpoint, Region: c.S3.Region,
+			AccessKeyID: c.S3.AccessKeyID, SecretAccessKey: c.S3.SecretAccessKey},
+	}, iceberg.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("opening the iceberg sink: %w", err)
+	}
+	return s, nil
+}

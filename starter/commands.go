@@ -1,0 +1,179 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/pipeline"
+	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/workflows"
+)
+
+func checkCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Preflight the source: wal_level, privileges, tables, keys, replica identity and column types",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(a.configPath)
+			if err != nil {
+				return err
+			}
+			sc, _ := pipeline.SourceConfigs(cfg)(cfg.Pipeline)
+			for _, t := range cfg.Tables {
+				name, _ := t.SourceName()
+				sc.Tables = append(sc.Tables, source.TableConfig{Table: name, Key: t.Key})
+			}
+			problems, err := source.Check(cmd.Context(), sc)
+			if err != nil {
+				return fmt.Errorf("could not check the source: %w", err)
+			}
+			if len(problems) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "source ready for pipeline %s (%d tables)\n", cfg.Pipeline, len(cfg.Tables))
+				return nil
+			}
+			for _, p := range problems {
+				fmt.Fprintln(cmd.OutOrStdout(), "problem:", p)
+			}
+			return fmt.Errorf("%d problems found", len(problems))
+		},
+	}
+}
+
+func startCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the pipeline's SourceWorkflow (it starts one TableWorkflow per table)",
+		Args:  cobra.NoArgs,
+		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
+			in := pipeline.SourceInput(a.cfg)
+			run, err := a.client.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+				ID:                       workflows.SourceWorkflowID(a.cfg.Pipeline),
+				TaskQueue:                a.cfg.Temporal.TaskQueue,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				TypedSearchAttributes: temporal.NewSearchAttributes(
+					workflows.SearchPipeline.ValueSet(a.cfg.Pipeline), workflows.SearchPhase.ValueSet(workflows.PhaseStarting)),
+			}, workflows.SourceWorkflowType, in)
+			if err != nil {
+				return fmt.Errorf("starting pipeline %s: %w", a.cfg.Pipeline, err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "pipeline %s running: workflow %s (run %s)\n", a.cfg.Pipeline, run.GetID(), run.GetRunID())
+			for _, t := range a.cfg.Tables {
+				name, _ := t.SourceName()
+				fmt.Fprintf(out, "  table %s -> %s: workflow %s\n", name, t.Target, workflows.TableWorkflowID(a.cfg.Pipeline, name))
+			}
+			fmt.Fprintf(out, "watch it with: sluice status --config %s --watch\n", a.configPath)
+			return nil
+		}),
+	}
+}
+
+// selectTables returns the configured tables, or the one --table names.
+func selectTables(cfg *config.Config, table string) ([]activities.TableConfig, error) {
+	var out []activities.TableConfig
+	for _, t := range cfg.Tables {
+		name, _ := t.SourceName()
+		if table == "" || name.String() == table || t.Target == table {
+			out = append(out, pipeline.TableConfig(cfg, t))
+		}
+	}
+	if len(out) == 0 {
+		var names []string
+		for _, t := range cfg.Tables {
+			names = append(names, t.Source)
+		}
+		return nil, fmt.Errorf("--table %s: pipeline %s has no such table (tables: %s)", table, cfg.Pipeline, strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+func tableCommand(a *app, use, short string, required bool, do func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error) *cobra.Command {
+	var table string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
+			tables, err := selectTables(a.cfg, table)
+			if err != nil {
+				return err
+			}
+			t := workflows.Tables{Client: a.client, TaskQueue: a.cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(a.cfg)}
+			var errs []error
+			for _, tc := range tables {
+				if err := do(cmd, t, tc); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", tc.Table(), strings.Fields(use)[0]+" sent")
+			}
+			return errors.Join(errs...)
+		}),
+	}
+	cmd.Flags().StringVar(&table, "table", "", "one table (schema.table or its target); default every table")
+	if required {
+		_ = cmd.MarkFlagRequired("table")
+	}
+	return cmd
+}
+
+func pauseCmd(a *app) *cobra.Command {
+	return tableCommand(a, "pause", "Stop committing after the current batch (batches keep being staged)", false,
+		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+			return t.Pause(cmd.Context(), tc)
+		})
+}
+
+func resumeCmd(a *app) *cobra.Command {
+	return tableCommand(a, "resume", "Resume a paused table, or restart a failed one from its committed position (fix the cause first)", false,
+		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+			return t.Resume(cmd.Context(), tc)
+		})
+}
+
+func resyncCmd(a *app) *cobra.Command {
+	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot", true,
+		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+			return t.Resync(cmd.Context(), tc)
+		})
+}
+
+func stopCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the pipeline's workflows; positions stay in the sinks, so start resumes where it stopped",
+		Args:  cobra.NoArgs,
+		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
+			ids := []string{workflows.SourceWorkflowID(a.cfg.Pipeline)}
+			for _, t := range a.cfg.Tables {
+				name, _ := t.SourceName()
+				ids = append(ids, workflows.TableWorkflowID(a.cfg.Pipeline, name))
+			}
+			var errs []error
+			for _, id := range ids {
+				err := a.client.TerminateWorkflow(cmd.Context(), id, "", "stopped by sluice stop")
+				var notFound *serviceerror.NotFound
+				switch {
+				case errors.As(err, &notFound):
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: not running\n", id)
+				case err != nil:
+					errs = append(errs, fmt.Errorf("stopping %s: %w", id, err))
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: stopped\n", id)
+				}
+			}
+			return errors.Join(errs...)
+		}),
+	}
+}

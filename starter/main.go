@@ -1,0 +1,92 @@
+// Command sluice is the starter CLI: it starts a pipeline from its config file and shows,
+// pauses, resumes, resyncs and stops it, all through Temporal. Workers (sluice-worker) do the
+// work; this command only talks to the Temporal server the config names.
+//
+//	sluice check  --config pipeline.yaml            preflight the source: wal_level, keys, types
+//	sluice start  --config pipeline.yaml            start (or join) the pipeline's workflows
+//	sluice status --config pipeline.yaml [--watch]  per table: phase, position, rows, lag, error
+//	sluice pause  --config pipeline.yaml [--table schema.table]
+//	sluice resume --config pipeline.yaml [--table schema.table]
+//	sluice resync --config pipeline.yaml --table schema.table
+//	sluice stop   --config pipeline.yaml
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/sluicecdc/sluice/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(1)
+	}
+}
+
+// app is what every command shares: the config file and, once opened, the Temporal client.
+type app struct {
+	configPath string
+	cfg        *config.Config
+	client     client.Client
+}
+
+func (a *app) open(ctx context.Context) error {
+	cfg, err := config.Load(a.configPath)
+	if err != nil {
+		return err
+	}
+	a.cfg = cfg
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.Temporal.Address,
+		Namespace: cfg.Temporal.Namespace,
+		Logger:    tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	})
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
+	}
+	a.client = c
+	return nil
+}
+
+func (a *app) close() {
+	if a.client != nil {
+		a.client.Close()
+	}
+}
+
+func newRoot() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:           "sluice",
+		Short:         "Start and operate Sluice pipelines (PostgreSQL to Iceberg, ClickHouse, Couchbase)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "pipeline config file (YAML); see docs/config.md")
+	_ = root.MarkPersistentFlagRequired("config")
+	root.AddCommand(checkCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a))
+	return root
+}
+
+// withClient wraps a command body with opening and closing the client.
+func withClient(a *app, body func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := a.open(cmd.Context()); err != nil {
+			return err
+		}
+		defer a.close()
+		return body(cmd, args)
+	}
+}

@@ -1,0 +1,171 @@
+// Command sluice-worker is the Sluice worker process: it reads one pipeline config, connects to
+// Temporal, registers the workflows and activities (with the session worker on, for backfills),
+// serves Prometheus metrics and a health check, and runs until SIGINT or SIGTERM, when it stops
+// taking tasks, lets running ones finish within a grace period and closes its connections.
+//
+//	sluice-worker --config pipeline.yaml [--metrics-addr 127.0.0.1:9464] [--log-format json]
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/pipeline"
+	"github.com/sluicecdc/sluice/staging"
+	"github.com/sluicecdc/sluice/workflows"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-worker:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	config      string
+	metricsAddr string
+	logFormat   string
+	logLevel    string
+	shutdown    time.Duration
+}
+
+func newCommand() *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:           "sluice-worker --config FILE",
+		Short:         "Run a Sluice worker for one pipeline",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
+	}
+	cmd.Flags().StringVar(&o.config, "config", "", "pipeline config file (YAML); see docs/config.md")
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics and /healthz (empty: off)")
+	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	cmd.Flags().DurationVar(&o.shutdown, "shutdown-grace", 30*time.Second, "how long running activities may finish after SIGTERM")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func run(ctx context.Context, o options) error {
+	log, err := newLogger(o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(o.config)
+	if err != nil {
+		return err
+	}
+	log = log.With("pipeline", cfg.Pipeline)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort:       cfg.Temporal.Address,
+		Namespace:      cfg.Temporal.Namespace,
+		Logger:         tlog.NewStructuredLogger(log.With("module", "temporal")),
+		MetricsHandler: newMetricsHandler(reg),
+	})
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
+	}
+	defer tc.Close()
+
+	store, err := staging.Open(ctx, cfg.Staging.URL, "", "")
+	if err != nil {
+		return fmt.Errorf("opening staging.url: %w", err)
+	}
+	defer store.Close()
+	sinkSet := pipeline.NewSinks(cfg, log.With("module", "sink"))
+	defer func() { _ = sinkSet.Close(context.Background()) }()
+
+	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
+	sources := pipeline.SourceConfigs(cfg)
+	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot")}
+	defer activities.CloseSnapshots(context.Background(), snapshots)
+
+	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
+		EnableSessionWorker: true,
+		WorkerStopTimeout:   o.shutdown,
+	})
+	workflows.Register(w)
+	activities.Set{
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store},
+		Snapshot: snapshots,
+		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
+		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},
+	}.Register(w)
+
+	if o.metricsAddr != "" {
+		srv, err := serveMetrics(o.metricsAddr, reg)
+		if err != nil {
+			return err
+		}
+		defer srv.Shutdown(context.Background())
+		log.Info("serving metrics", "addr", o.metricsAddr)
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
+	}
+	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "temporal", cfg.Temporal.Address)
+	<-ctx.Done()
+	log.Info("stopping: finishing running tasks", "grace", o.shutdown)
+	w.Stop()
+	log.Info("worker stopped")
+	return nil
+}
+
+func newLogger(format, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// serveMetrics serves /metrics from reg and /healthz on addr until Shutdown.
+func serveMetrics(addr string, reg *prometheus.Registry) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
