@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +14,10 @@ import (
 // runReader runs a reader in the background; stop cancels it and returns Run's error.
 func runReader(t *testing.T, cfg Config, opts StreamOptions, h Handler) (r *Reader, stop func() error) {
 	t.Helper()
-	opts.StatusInterval, opts.ProgressInterval = 50*time.Millisecond, 50*time.Millisecond
+	if opts.StatusInterval == 0 {
+		opts.StatusInterval = 50 * time.Millisecond
+	}
+	opts.ProgressInterval = 50 * time.Millisecond
 	r, err := NewReader(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +101,38 @@ func TestConfirmedNeverPassesSafe(t *testing.T) {
 	// Nothing held and no more writes: keepalives carry the slot up to the WAL end.
 	target := db.walLSN(t)
 	waitFor(t, "a quiet pipeline to confirm up to the WAL end", func() bool { return db.slotConfirmed(t, cfg.Slot) >= target })
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopping the reader: %v", err)
+	}
+}
+
+// TestBusyHandlerKeepsConnection blocks the handler for several times the walsender's timeout
+// (set to 1 s for this connection) while messages wait: the receiving goroutine must keep
+// sending status updates, or the server drops the connection and later writes never arrive.
+func TestBusyHandlerKeepsConnection(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
+	cfg := db.config(t, "a")
+	info := setup(t, cfg)
+	sep := "?"
+	if strings.Contains(cfg.DSN, "?") {
+		sep = "&"
+	}
+	cfg.DSN += sep + "options=-c%20wal_sender_timeout%3D1000"
+	db.exec(t, "INSERT INTO a SELECT generate_series(1, 2000)")
+	var n atomic.Int64
+	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, ReadAhead: 1, StatusInterval: 200 * time.Millisecond},
+		func(_ context.Context, ev Event) error {
+			if _, ok := ev.(*ChangeEvent); ok {
+				if n.Add(1) == 1 {
+					time.Sleep(4 * time.Second)
+				}
+			}
+			return nil
+		})
+	waitFor(t, "the first 2000 rows", func() bool { return n.Load() == 2000 })
+	db.exec(t, "INSERT INTO a VALUES (2001)")
+	waitFor(t, "a row written after the busy handler (is the connection still alive?)", func() bool { return n.Load() == 2001 })
 	if err := stop(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopping the reader: %v", err)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/testenv"
 )
 
 func TestPreflightReportsEveryProblem(t *testing.T) {
@@ -130,5 +132,39 @@ func TestSecondReaderGetsSlotInUse(t *testing.T) {
 	defer cancel()
 	if err := r.Run(ctx, func(context.Context, Event) error { return nil }); !errors.Is(err, ErrSlotInUse) {
 		t.Fatalf("want ErrSlotInUse, got %v", err)
+	}
+}
+
+func TestPreflightMissingPrivileges(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t, "CREATE TABLE secret (id int PRIMARY KEY)")
+	role := testenv.RandomName("sluice_role_")
+	db.exec(t, "CREATE ROLE "+role+" LOGIN")
+	t.Cleanup(func() {
+		_, _ = db.conn.Exec(context.Background(), "DROP OWNED BY "+role)
+		_, _ = db.conn.Exec(context.Background(), "DROP ROLE "+role)
+	})
+	u, err := url.Parse(db.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	cfg := db.config(t, "secret")
+	cfg.DSN = u.String()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	problems, err := Check(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.Subject+": "+p.Message)
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{"neither REPLICATION nor SUPERUSER", "cannot SELECT", "needs ownership of table public.secret"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no problem saying %q in:\n%s", want, all)
+		}
 	}
 }
