@@ -23,8 +23,9 @@ var asyncInsertSince = Version{Major: 21, Minor: 11}
 // LSN, plus, when b.Hi is set, one marker row carrying b.Hi. One block becomes one part, and a
 // part appears whole or not at all, so the rows and the position commit together. Snapshot
 // chunks (zero Hi) write rows only; an empty record with a Hi (the end of a snapshot) writes the
-// marker only. A batch whose Hi the table already holds is skipped, so a replay cannot move the
-// position back or re-insert rows at versions a later commit has superseded.
+// marker only. A batch whose Hi the table already holds is skipped (a snapshot batch only when
+// the table holds a later position), so a replay cannot move the position back or re-insert rows
+// at versions a later commit has superseded.
 func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	l, ok, err := s.layoutOf(ctx, b.Spec)
 	if err != nil {
@@ -46,7 +47,9 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 				return sinks.Poisonf("table %s: batch up to %s does not belong to the source of the committed position %s; "+
 					"resync the table", l.source, b.Hi, pos)
 			}
-			if cmp <= 0 {
+			// Snapshot rows all carry the snapshot's LSN, so snapshot batches may share one Hi:
+			// an equal position does not mean such a batch is in, and re-applying it is harmless.
+			if cmp < 0 || (cmp == 0 && b.Phase != sinks.PhaseSnapshot) {
 				s.log.DebugContext(ctx, "batch already committed", "table", l.source, "position", pos.String(), "hi", b.Hi.String())
 				return nil
 			}

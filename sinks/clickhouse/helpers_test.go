@@ -80,6 +80,10 @@ type harness struct {
 	db    string
 	spec  sinks.TableSpec
 	lsn   uint64
+	seq   uint32 // next sequence in the current transaction
+	// sameTxn makes the next batch continue the current transaction (same LSN), as when the
+	// reader cuts one large transaction into several batches.
+	sameTxn bool
 	model map[int64]row
 	done  []sinks.Batch // committed batches, for replays
 }
@@ -131,13 +135,20 @@ func newHarness(t *testing.T, addr string) *harness {
 // Snapshot batches carry a zero Hi (rows only), as backfill chunks do.
 func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
-	h.lsn += 0x100
+	if h.sameTxn {
+		h.sameTxn = false
+	} else {
+		h.lsn += 0x100
+		h.seq = 0
+	}
+	first := h.seq
 	for i := range changes {
-		changes[i].Pos = batch.Position{LSN: h.lsn, Seq: uint32(i)}
+		changes[i].Pos = batch.Position{LSN: h.lsn, Seq: first + uint32(i)}
 		if changes[i].Op != batch.OpSnapshot {
 			changes[i].CommitTS = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 		}
 	}
+	h.seq += uint32(len(changes))
 	h.model = applyModel(h.model, changes)
 	col, err := batch.NewCollapser(h.spec.Schema)
 	if err != nil {
@@ -158,8 +169,8 @@ func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch 
 	}
 	h.t.Cleanup(rec.Release)
 	b := sinks.Batch{Spec: h.spec, Phase: phase, Record: rec,
-		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn}},
-		Hi: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: uint32(max(len(changes)-1, 0))}}}
+		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: first}},
+		Hi: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: max(h.seq, 1) - 1}}}
 	if phase == sinks.PhaseSnapshot {
 		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
 	}

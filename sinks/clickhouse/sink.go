@@ -223,20 +223,21 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	}
 	s.remember(db, name, modern)
 	if !modern {
-		return s.ensureView(ctx, l, len(add) > 0)
+		return s.ensureView(ctx, l, len(e.columns)+len(add), len(add) > 0)
 	}
 	return nil
 }
 
-// ensureView creates the compatible table's view, recreating it when the table gained columns:
-// old servers expand the view's SELECT * when the view is created.
-func (s *Sink) ensureView(ctx context.Context, l *layout, recreate bool) error {
+// ensureView creates the compatible table's view, recreating it when the table gained columns
+// (now or in an earlier attempt): old servers expand the view's SELECT * when the view is
+// created. tableCols is the number of columns of the table.
+func (s *Sink) ensureView(ctx context.Context, l *layout, tableCols int, recreate bool) error {
 	if !recreate {
 		v, exists, err := s.describe(ctx, l.db, l.viewName())
 		if err != nil {
 			return err
 		}
-		if exists && len(v.columns) == len(l.cols) {
+		if exists && len(v.columns) == tableCols {
 			return nil
 		}
 		recreate = exists
