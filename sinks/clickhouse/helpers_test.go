@@ -74,18 +74,18 @@ func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 // harness is a sink on the test ClickHouse with a fresh database, a table of ordersSpec, and the
 // model of what the table must show.
 type harness struct {
-	t     *testing.T
-	sink  *Sink
-	conn  driver.Conn
-	db    string
-	spec  sinks.TableSpec
-	lsn   uint64
-	seq   uint32 // next sequence in the current transaction
+	t    *testing.T
+	sink *Sink
+	conn driver.Conn
+	db   string
+	spec sinks.TableSpec
+	lsn  uint64
+	seq  uint32 // next sequence in the current transaction
 	// sameTxn makes the next batch continue the current transaction (same LSN), as when the
 	// reader cuts one large transaction into several batches.
 	sameTxn bool
-	model map[int64]row
-	done  []sinks.Batch // committed batches, for replays
+	model   map[int64]row
+	done    []sinks.Batch // committed batches, for replays
 }
 
 func testLogger(t *testing.T) *slog.Logger {

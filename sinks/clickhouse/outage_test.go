@@ -269,4 +269,3 @@ func TestCrashMidInsertIsAtomic(t *testing.T) {
 	t.Logf("outcomes: %v", outcomes)
 	h.check("after the crashes")
 }
-
