@@ -30,7 +30,8 @@ type relation struct {
 type decoder struct {
 	resolve columnResolver
 	known   map[batch.TableName]batch.Schema
-	only    bool // drop changes of tables not in known (a FOR ALL TABLES publication)
+	oids    map[uint32]batch.TableName // relation OIDs of known tables, to recognize a renamed one
+	only    bool                       // drop changes of tables not in known (a FOR ALL TABLES publication)
 	rels    map[uint32]*relation
 	ignored map[uint32]batch.TableName
 	log     *slog.Logger
@@ -45,6 +46,7 @@ func newDecoder(resolve columnResolver, schemas []batch.Schema, log *slog.Logger
 	d := &decoder{
 		resolve: resolve,
 		known:   make(map[batch.TableName]batch.Schema, len(schemas)),
+		oids:    map[uint32]batch.TableName{},
 		only:    len(schemas) > 0,
 		rels:    map[uint32]*relation{},
 		ignored: map[uint32]batch.TableName{},
@@ -266,6 +268,9 @@ func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, em
 	if prev != nil {
 		old = &prev.schema
 	} else if s, ok := d.known[name]; ok {
+		old = &s
+	} else if was, ok := d.oids[m.RelationID]; ok {
+		s := d.known[was] // renamed while the reader was not running
 		old = &s
 	}
 	if old == nil && d.only {

@@ -313,6 +313,25 @@ func TestDecodeUnknownTables(t *testing.T) {
 			t.Errorf("want only begin and commit, got %d events", len(evs))
 		}
 	})
+	t.Run("a known relation OID under a new name is a rename", func(t *testing.T) {
+		t.Parallel()
+		d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+		d.oids[1] = testTable
+		renamed := relMsg(1, 'd', col("id", 23, true), col("doc", 25, false))
+		renamed.RelationName = "t_new"
+		evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10}, renamed,
+			&pglogrepl.InsertMessage{RelationID: 1, Tuple: tuple("1", "x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		se, ok := evs[1].(*SchemaEvent)
+		if !ok || !se.Renamed || se.Old == nil || se.Old.Table != testTable || se.New.Table.Name != "t_new" {
+			t.Fatalf("want a rename event, got %#v", evs[1])
+		}
+		if len(evs) != 3 {
+			t.Errorf("the renamed table's changes must be reported, got %d events", len(evs))
+		}
+	})
 	t.Run("reported with the identity key when no schemas are given", func(t *testing.T) {
 		t.Parallel()
 		d := newDecoder(fakeResolve, nil, slog.New(slog.DiscardHandler))

@@ -135,6 +135,15 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 
 	resolver := newTypeResolver(conn)
 	dec := newDecoder(resolver.column, r.opts.Schemas, r.log)
+	for _, sc := range r.opts.Schemas {
+		var oid *uint32
+		if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, quoteTable(sc.Table)).Scan(&oid); err != nil {
+			return fmt.Errorf("looking up table %s: %w", sc.Table, err)
+		}
+		if oid != nil {
+			dec.oids[*oid] = sc.Table
+		}
+	}
 	msgs := make(chan wireMsg, r.opts.ReadAhead)
 	wctx, cancel := context.WithCancel(ctx)
 	var (

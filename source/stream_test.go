@@ -121,6 +121,8 @@ func TestStreamSchemaChangesAndTruncate(t *testing.T) {
 	db.exec(t, "INSERT INTO s VALUES (3, 4, 5.25)")
 	db.exec(t, "TRUNCATE s")
 	db.exec(t, "INSERT INTO s VALUES (4, 5, NULL)")
+	db.exec(t, "ALTER TABLE s RENAME TO s2")
+	db.exec(t, "INSERT INTO s2 VALUES (5, 6, 1)")
 	evs := stream(t, cfg, info.Schemas, db.walLSN(t))
 
 	var got []string
@@ -137,6 +139,9 @@ func TestStreamSchemaChangesAndTruncate(t *testing.T) {
 			for _, n := range e.Retyped {
 				s += " ~" + n
 			}
+			if e.Renamed {
+				s += " renamed " + e.Old.Table.String() + " to " + e.New.Table.String()
+			}
 			got = append(got, s)
 		case *ChangeEvent:
 			got = append(got, e.Change.Op.String()+" "+joinText(e.Change.Values))
@@ -150,6 +155,7 @@ func TestStreamSchemaChangesAndTruncate(t *testing.T) {
 		"schema -a ~b", "insert 3,4,5.25",
 		"truncate public.s",
 		"insert 4,5,<null>",
+		"schema renamed public.s to public.s2", "insert 5,6,1.00",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
