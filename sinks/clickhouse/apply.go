@@ -37,7 +37,7 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	}
 	marker := !b.Hi.Position.IsZero()
 	if marker {
-		pos, has, err := s.position(ctx, l)
+		pos, has, err := s.position(ctx, l.tableRef)
 		if err != nil {
 			return err
 		}

@@ -51,15 +51,29 @@ type column struct {
 	nullable bool // typ is Nullable(...)
 }
 
+// tableRef names a target table and the source table it replicates.
+type tableRef struct {
+	source   string // the source table, schema.name, for messages
+	db, name string
+}
+
+// newTableRef resolves spec's target, [database.]table, with def as the default database.
+func newTableRef(spec sinks.TableSpec, def string) (tableRef, error) {
+	db, name, err := splitTarget(spec.Target, def)
+	return tableRef{source: spec.Schema.Table.String(), db: db, name: name}, err
+}
+
+// qualified returns `db`.`name`.
+func (t tableRef) qualified() string { return quote(t.db) + "." + quote(t.name) }
+
 // layout is the shape of one target table: its name, its engine flavour and its columns in
 // insert order (data, metadata, then the sink's own columns).
 type layout struct {
-	source   string // the source table, schema.name, for messages
-	db, name string
-	modern   bool
-	cols     []column
-	keys     []string
-	numData  int // record columns before the context tail
+	tableRef
+	modern  bool
+	cols    []column
+	keys    []string
+	numData int // record columns before the context tail
 }
 
 // newLayout maps spec to the columns of its target on a modern or compatible table. Columns
@@ -70,7 +84,7 @@ func newLayout(spec sinks.TableSpec, db, name string, modern bool) (*layout, err
 	if err != nil {
 		return nil, sinks.Poisonf("table %s: %w", src, err)
 	}
-	l := &layout{source: src, db: db, name: name, modern: modern, numData: len(spec.Schema.Columns)}
+	l := &layout{tableRef: tableRef{source: src, db: db, name: name}, modern: modern, numData: len(spec.Schema.Columns)}
 	seen := map[string]string{}
 	claim := func(colName, what string) error {
 		if colName == "" || strings.ContainsAny(colName, "`\x00") {
@@ -130,9 +144,6 @@ func newLayout(spec sinks.TableSpec, db, name string, modern bool) (*layout, err
 	)
 	return l, nil
 }
-
-// qualified returns `db`.`name`.
-func (l *layout) qualified() string { return quote(l.db) + "." + quote(l.name) }
 
 // viewName returns the name of the compatible table's tombstone-hiding view.
 func (l *layout) viewName() string { return l.name + ViewSuffix }

@@ -12,17 +12,17 @@ import (
 // marker rows (one per commit until merges fold them into one). ok is false when the table or
 // its markers do not exist. Marker rows of two sources are poison: their order is undefined.
 func (s *Sink) Position(ctx context.Context, spec sinks.TableSpec) (batch.SourcePosition, bool, error) {
-	l, ok, err := s.layoutOf(ctx, spec)
-	if err != nil || !ok {
+	t, err := newTableRef(spec, s.cfg.Database)
+	if err != nil {
 		return batch.SourcePosition{}, false, err
 	}
-	return s.position(ctx, l)
+	return s.position(ctx, t)
 }
 
-// position reads the markers of l. The filter reads only the one-byte marker column of data
+// position reads the markers of target l; ok is false when the table does not exist. The filter reads only the one-byte marker column of data
 // rows; without FINAL every unmerged marker is returned and the highest one wins, which is what
 // FINAL would keep.
-func (s *Sink) position(ctx context.Context, l *layout) (batch.SourcePosition, bool, error) {
+func (s *Sink) position(ctx context.Context, l tableRef) (batch.SourcePosition, bool, error) {
 	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s = 1", quote(ColPosition), l.qualified(), quote(ColMarker))
 	rows, err := s.conn.Query(ctx, q)
 	if err != nil {
