@@ -254,8 +254,8 @@ func (h *harness) query(q string) map[int64]row {
 // key by key.
 func (h *harness) check(when string) {
 	h.t.Helper()
-	final := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.orders FINAL WHERE _is_deleted = 0", quote(h.db))
-	view := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.orders_current", quote(h.db))
+	final := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.%s FINAL WHERE _is_deleted = 0", quote(h.db), quote(h.spec.Target))
+	view := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.%s", quote(h.db), quote(h.spec.Target+ViewSuffix))
 	for _, q := range []string{final, view} {
 		if d := diffRows(h.model, h.query(q)); d != "" {
 			h.t.Fatalf("%s: %s differs from the source:\n%s", when, q, d)
