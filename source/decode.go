@@ -31,7 +31,7 @@ type decoder struct {
 	resolve columnResolver
 	known   map[batch.TableName]batch.Schema
 	oids    map[uint32]batch.TableName // relation OIDs of known tables, to recognize a renamed one
-	only    bool                       // drop changes of tables not in known (a FOR ALL TABLES publication)
+	only    bool                       // drop changes of tables not in known (set for a FOR ALL TABLES publication)
 	rels    map[uint32]*relation
 	ignored map[uint32]batch.TableName
 	log     *slog.Logger
@@ -47,7 +47,6 @@ func newDecoder(resolve columnResolver, schemas []batch.Schema, log *slog.Logger
 		resolve: resolve,
 		known:   make(map[batch.TableName]batch.Schema, len(schemas)),
 		oids:    map[uint32]batch.TableName{},
-		only:    len(schemas) > 0,
 		rels:    map[uint32]*relation{},
 		ignored: map[uint32]batch.TableName{},
 		log:     log,

@@ -298,9 +298,10 @@ func TestDecodeSchemaChanges(t *testing.T) {
 
 func TestDecodeUnknownTables(t *testing.T) {
 	t.Parallel()
-	t.Run("ignored when schemas are given", func(t *testing.T) {
+	t.Run("ignored under a FOR ALL TABLES publication", func(t *testing.T) {
 		t.Parallel()
 		d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+		d.only = true
 		other := relMsg(2, 'd', col("id", 23, true))
 		other.RelationName = "other"
 		evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10}, other,

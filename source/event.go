@@ -38,8 +38,11 @@ type TruncateEvent struct {
 type SchemaEvent struct {
 	Table batch.TableName
 	Pos   batch.Position
-	Old   *batch.Schema // nil when the table was not known to the reader
-	New   batch.Schema
+	// Old is nil when the table was not known to the reader: with a FOR TABLE publication that
+	// is a pipeline table renamed while the reader was down, or a table added to the
+	// publication by hand; the caller must not guess which and should stop the table.
+	Old *batch.Schema
+	New batch.Schema
 	// Added, Dropped and Retyped name the columns that appeared, disappeared or changed type
 	// (type, type modifier or domain). A renamed column is dropped and added.
 	Added, Dropped, Retyped []string

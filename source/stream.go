@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -36,8 +37,9 @@ type StreamOptions struct {
 	// (unless the slot has confirmed further). 0 means the slot's confirmed position.
 	Start uint64
 	// Schemas are the pipeline's tables as discovered (Info.Schemas, or schemas carried from an
-	// earlier run). Changes follow them until a SchemaEvent says otherwise; changes of other
-	// tables are ignored. Empty means every table of the publication is reported.
+	// earlier run). Changes follow them until a SchemaEvent says otherwise. A table not among
+	// them is reported with a SchemaEvent whose Old is nil, except under a FOR ALL TABLES
+	// publication, where it is ignored.
 	Schemas []batch.Schema
 	// Safe is required: see SafeFunc.
 	Safe SafeFunc
@@ -117,6 +119,12 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 	r.readerLSN.Store(start)
 	r.confirmed.Store(s.Confirmed)
 
+	resolver := newTypeResolver(conn)
+	dec := newDecoder(resolver.column, r.opts.Schemas, r.log)
+	if err := r.tableOIDs(ctx, conn, dec); err != nil {
+		return err
+	}
+
 	rconn, err := connectReplication(ctx, r.cfg.DSN)
 	if err != nil {
 		return err
@@ -133,17 +141,6 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 	}
 	r.log.Info("replication started", slog.String(logLSN, formatLSN(start)))
 
-	resolver := newTypeResolver(conn)
-	dec := newDecoder(resolver.column, r.opts.Schemas, r.log)
-	for _, sc := range r.opts.Schemas {
-		var oid *uint32
-		if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, quoteTable(sc.Table)).Scan(&oid); err != nil {
-			return fmt.Errorf("looking up table %s: %w", sc.Table, err)
-		}
-		if oid != nil {
-			dec.oids[*oid] = sc.Table
-		}
-	}
 	msgs := make(chan wireMsg, r.opts.ReadAhead)
 	wctx, cancel := context.WithCancel(ctx)
 	var (
@@ -165,6 +162,49 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 		err = serr
 	}
 	return err
+}
+
+// tableOIDs records the relation OIDs of the known tables, so that a table renamed before its
+// first RELATION message of this run is recognized by its OID, and decides whether tables not
+// known may be ignored: only when the publication is FOR ALL TABLES. With a FOR TABLE
+// publication an unknown name is a pipeline table renamed while the reader was down (or one
+// added to the publication by hand), and it is reported (SchemaEvent with Old nil), never
+// ignored.
+func (r *Reader) tableOIDs(ctx context.Context, conn *pgx.Conn, dec *decoder) error {
+	var allTables bool
+	err := conn.QueryRow(ctx, `SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1`, r.cfg.Publication).Scan(&allTables)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return permanentf("publication %s does not exist: run the pipeline's setup", r.cfg.Publication)
+	}
+	if err != nil {
+		return fmt.Errorf("reading publication %s: %w", r.cfg.Publication, err)
+	}
+	dec.only = allTables && len(r.opts.Schemas) > 0
+	if len(r.opts.Schemas) == 0 {
+		return nil
+	}
+	names := make([]string, len(r.opts.Schemas))
+	for i, sc := range r.opts.Schemas {
+		names[i] = quoteTable(sc.Table)
+	}
+	rows, err := conn.Query(ctx, `SELECT ord, to_regclass(n)::oid FROM unnest($1::text[]) WITH ORDINALITY AS t(n, ord)`, names)
+	if err != nil {
+		return fmt.Errorf("looking up the pipeline's tables: %w", err)
+	}
+	var (
+		ord int
+		oid *uint32
+	)
+	_, err = pgx.ForEachRow(rows, []any{&ord, &oid}, func() error {
+		if oid != nil {
+			dec.oids[*oid] = r.opts.Schemas[ord-1].Table
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("looking up the pipeline's tables: %w", err)
+	}
+	return nil
 }
 
 // dispatch decodes messages and calls the handler until ctx ends, the receiver fails or the

@@ -1,8 +1,11 @@
 package source
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/batch"
 )
@@ -179,4 +182,59 @@ func joinText(vals []batch.Value) string {
 		s += v
 	}
 	return s
+}
+
+func TestStreamRenamedTables(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t,
+		"CREATE TABLE r1 (id int PRIMARY KEY)",
+		"CREATE TABLE r2 (id int PRIMARY KEY)")
+	cfg := db.config(t, "r1", "r2")
+	info := setup(t, cfg)
+
+	// Renamed after the reader started, before its first change: reported as a rename.
+	renamed := make(chan *SchemaEvent, 1)
+	started := make(chan struct{}, 1)
+	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld}, func(_ context.Context, ev Event) error {
+		switch e := ev.(type) {
+		case *ProgressEvent:
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		case *SchemaEvent:
+			renamed <- e
+		}
+		return nil
+	})
+	<-started
+	db.exec(t, "ALTER TABLE r1 RENAME TO r1_new")
+	db.exec(t, "INSERT INTO r1_new VALUES (1)")
+	var e *SchemaEvent
+	select {
+	case e = <-renamed:
+		if !e.Renamed || e.Old == nil || e.Old.Table.Name != "r1" || e.New.Table.Name != "r1_new" {
+			t.Errorf("want a rename of r1 to r1_new, got %+v", e)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no schema event for the renamed table")
+	}
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+
+	// Renamed while no reader runs and before the table's next change: the reader cannot know
+	// the new name belongs to r2, and reports an unknown table instead of ignoring it.
+	db.exec(t, "ALTER TABLE r2 RENAME TO r2_new")
+	db.exec(t, "INSERT INTO r2_new VALUES (1)")
+	var unknown *SchemaEvent
+	info.Schemas[0] = e.New
+	for _, ev := range stream(t, cfg, info.Schemas, db.walLSN(t)) {
+		if se, ok := ev.(*SchemaEvent); ok {
+			unknown = se
+		}
+	}
+	if unknown == nil || unknown.Old != nil || unknown.New.Table.Name != "r2_new" || !unknown.New.Columns[0].Key {
+		t.Fatalf("want a schema event for unknown table r2_new, got %+v", unknown)
+	}
 }
