@@ -30,6 +30,16 @@
 // a quiet pipeline does not retain WAL. Confirmation never moves backwards and never passes what
 // the caller allows.
 //
+// # Backfill
+//
+// OpenSnapshot exports a snapshot at LSN S (see Snapshot for why the split is exact);
+// ReadChunk pages through a table by key ((k1, k2) > (...) ORDER BY k1, k2 LIMIT n) and
+// Estimate gives a row count for progress. While a table is backfilled its SafeFunc
+// contribution must be at or below the slot's confirmed position before OpenSnapshot (so the
+// slot cannot move past S meanwhile) and (S, 0) afterwards, until its snapshot rows are
+// committed. The stream's changes of that table with commit LSN below S are dropped; the rest
+// are applied after the snapshot rows.
+//
 // # Unchanged TOAST values
 //
 // pgoutput sends 'u' instead of a large value an update did not change. Such a value is never
