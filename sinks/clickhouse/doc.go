@@ -76,6 +76,11 @@
 // column, row position and value. On old servers 1970-01-01 prints as 0000-00-00; it is stored
 // exactly.
 //
+// Every commit is one part, and the server merges parts in the background: commit batches of
+// thousands of rows, or at most a few per second per table. A table that commits faster than
+// the server merges gets "too many parts" errors, which are transient: the commit is retried
+// once merges catch up.
+//
 // # Errors
 //
 // A batch that does not fit its table (an unknown column, a type mismatch, a value out of range,

@@ -215,15 +215,46 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	if err != nil {
 		return err
 	}
-	for _, c := range add {
-		if err := s.conn.Exec(ctx, l.addColumnSQL(c)); err != nil && exceptionCode(err) != codeColumnExists {
-			return classify(err, "table %s: adding column %s %s to %s.%s", l.source, c.name, c.typ, db, name)
-		}
-		s.log.InfoContext(ctx, "added column", "table", l.source, "target", db+"."+name, "column", c.name, "type", c.typ)
+	if err := s.addColumns(ctx, l, add); err != nil {
+		return err
 	}
 	s.remember(db, name, modern)
 	if !modern {
 		return s.ensureView(ctx, l, len(e.columns)+len(add), len(add) > 0)
+	}
+	return nil
+}
+
+// addColumns adds columns to l's table. A column another worker added meanwhile is fine; the
+// table is read again to make sure every column is there with the right type.
+func (s *Sink) addColumns(ctx context.Context, l *layout, add []column) error {
+	raced := false
+	for _, c := range add {
+		err := s.conn.Exec(ctx, l.addColumnSQL(c))
+		if err != nil && exceptionCode(err) == codeColumnExists {
+			raced = true
+			continue
+		}
+		if err != nil {
+			return classify(err, "table %s: adding column %s %s to %s.%s", l.source, c.name, c.typ, l.db, l.name)
+		}
+		s.log.InfoContext(ctx, "added column", "table", l.source, "target", l.db+"."+l.name, "column", c.name, "type", c.typ)
+	}
+	if !raced {
+		return nil
+	}
+	e, exists, err := s.describe(ctx, l.db, l.name)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("table %s: %s.%s disappeared while adding columns; retrying", l.source, l.db, l.name)
+	}
+	if missing, err := l.diff(e); err != nil || len(missing) > 0 {
+		if err == nil {
+			err = sinks.Poisonf("table %s: cannot add column %s to %s.%s", l.source, missing[0].name, l.db, l.name)
+		}
+		return err
 	}
 	return nil
 }

@@ -332,3 +332,34 @@ func TestModernRefusedOnOldServer(t *testing.T) {
 	}
 	t.Logf("refused: %v", err)
 }
+
+// TestConcurrentEnsureTable: several workers create and evolve the same table at once.
+func TestConcurrentEnsureTable(t *testing.T) {
+	h := newHarness(t, "")
+	spec := ordersSpec("shared")
+	spec.Schema.Columns = append(spec.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := New(t.Context(), h.sink.cfg, testLogger(t))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close(t.Context())
+			if err := s.EnsureTable(t.Context(), ordersSpec("shared")); err != nil {
+				errs <- err
+				return
+			}
+			errs <- s.EnsureTable(t.Context(), spec)
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("EnsureTable: %v", err)
+		}
+	}
+	if n := h.count(fmt.Sprintf("SELECT count() FROM system.columns WHERE database = '%s' AND table = 'shared_current' AND name = 'note'", h.db)); n != 1 {
+		t.Errorf("the view lacks the new column")
+	}
+}
