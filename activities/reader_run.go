@@ -235,10 +235,20 @@ func (r *readerRun) flush(ctx context.Context, rt *readerTable) error {
 // schemaChanged stages the table's buffered changes under the old schema, then follows the new
 // one. Added columns reach the sink, whose EnsureTable evolves the target when the table's
 // workflow commits the first batch that carries them.
+//
+// A renamed table (or changes under a name the pipeline does not know) stops the reader: its
+// changes would otherwise be skipped silently. The operator updates tables[].source and restarts.
 func (r *readerRun) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 	rt, ok := r.tables[e.Table]
-	if !ok {
-		return nil
+	if e.Renamed || !ok {
+		old := "a table the pipeline does not know"
+		if e.Old != nil {
+			old = e.Old.Table.String()
+		}
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"pipeline %s: %s now streams as %s (renamed or moved) at %s; the reader stops rather than skip its changes: "+
+				"set tables[].source to %s in the config, restart the pipeline and resync the table",
+			r.in.Pipeline, old, e.Table, e.Pos, e.Table), ErrTypeSourceSetup, nil)
 	}
 	if err := r.flush(ctx, rt); err != nil {
 		return err

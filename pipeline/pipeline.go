@@ -117,12 +117,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink
 }
 
 func openIceberg(ctx context.Context, c *config.Iceberg, log *slog.Logger) (sinks.Sink, error) {
-	s, err := iceberg.New(ctx, iceberg.Config{
-		Catalog: iceberg.CatalogConfig{Type: c.Catalog.Type, URI: c.Catalog.URI, Dialect: c.Catalog.Dialect, Name: c.Catalog.Name},
+	ic := iceberg.Config{
+		Catalog:   iceberg.CatalogConfig{Type: c.Catalog.Type, URI: c.Catalog.URI, Dialect: c.Catalog.Dialect, Name: c.Catalog.Name},
 		Warehouse: c.Warehouse,
-		S3: iceberg.S3Config{Endpoint: c.S3.Endpoint, Region: c.S3.Region,
-			AccessKeyID: c.S3.AccessKeyID, SecretAccessKey: c.S3.SecretAccessKey},
-	}, iceberg.Options{Logger: log})
+	}
+	if c.S3 != nil {
+		ic.S3 = iceberg.S3Config{Endpoint: c.S3.Endpoint, Region: c.S3.Region,
+			AccessKeyID: c.S3.AccessKeyID, SecretAccessKey: c.S3.SecretAccessKey}
+	}
+	s, err := iceberg.New(ctx, ic, iceberg.Options{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("opening the iceberg sink: %w", err)
 	}

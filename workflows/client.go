@@ -44,31 +44,55 @@ func (t Tables) startOptions(table activities.TableConfig, reuse enumspb.Workflo
 	}
 }
 
-// stoppedTable reports whether err says that the table's workflow is closed and may not be
-// started again automatically (its last run failed or was terminated).
-func stoppedTable(err error) bool {
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	return errors.As(err, &started)
+// failedTable reports whether the table's latest run failed (a poison batch, a non-retryable
+// error): such a table stays stopped until the operator resumes it. A table that was never
+// started, or whose run was terminated or cancelled (sluice stop) or completed, may be started.
+func (t Tables) failedTable(ctx context.Context, id string) (bool, error) {
+	desc, err := t.Client.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describing workflow %s: %w", id, err)
+	}
+	st := desc.GetWorkflowExecutionInfo().GetStatus()
+	return st == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED || st == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, nil
 }
 
-// EnsureTable starts the table's workflow when none runs. A table whose workflow closed (a
-// poison batch, a termination) stays stopped: resuming it is the operator's decision.
+// EnsureTable starts the table's workflow when none runs. A table whose last run failed (a
+// poison batch) stays stopped: resuming it is the operator's decision.
 func (t Tables) EnsureTable(ctx context.Context, table activities.TableConfig) error {
-	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
+	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
+		return err
+	}
 	_, err := t.Client.ExecuteWorkflow(ctx, opts, TableWorkflowType, TableInput{TableConfig: table, Options: t.Options})
-	if err != nil && !stoppedTable(err) {
+	if err != nil {
 		return fmt.Errorf("starting workflow %s: %w", opts.ID, err)
 	}
 	return nil
 }
 
-// SignalBatch delivers ref to the table's workflow with signal-with-start. A stopped table is
-// not restarted: ref stays staged and the run the operator resumes loads it from staging.
+// SignalBatch delivers ref to the table's workflow: a signal when it runs, signal-with-start
+// when it does not. A table whose last run failed is not restarted: ref stays staged and the
+// run the operator resumes loads it from staging.
 func (t Tables) SignalBatch(ctx context.Context, table activities.TableConfig, ref staging.BatchRef) error {
-	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
-	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalBatch, ref, opts, TableWorkflowType,
+	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	err := t.Client.SignalWorkflow(ctx, opts.ID, "", SignalBatch, ref)
+	var notFound *serviceerror.NotFound
+	if err == nil || !errors.As(err, &notFound) {
+		if err != nil {
+			return fmt.Errorf("signalling batch %s to workflow %s: %w", ref.Range(), opts.ID, err)
+		}
+		return nil
+	}
+	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
+		return err
+	}
+	_, err = t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalBatch, ref, opts, TableWorkflowType,
 		TableInput{TableConfig: table, Options: t.Options})
-	if err != nil && !stoppedTable(err) {
+	if err != nil {
 		return fmt.Errorf("signalling batch %s to workflow %s: %w", ref.Range(), opts.ID, err)
 	}
 	return nil

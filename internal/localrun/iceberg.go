@@ -1,0 +1,92 @@
+package localrun
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/pipeline"
+	"github.com/sluicecdc/sluice/sinks/iceberg"
+)
+
+// Table is the rows of a table as text, keyed by the text of its key column.
+type Table struct {
+	Columns []string
+	Rows    map[string][]string
+}
+
+// ScanIceberg reads the Iceberg target of cfg's sink with deletes applied: the table as a
+// user's query engine would return it.
+func ScanIceberg(ctx context.Context, cfg *config.Config, target, key string, columns []string) (Table, error) {
+	s, err := pipeline.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return Table{}, err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	sink, ok := s.(*iceberg.Sink)
+	if !ok {
+		return Table{}, fmt.Errorf("sink %s is not iceberg", cfg.Sink.Type)
+	}
+	ns, name, _ := strings.Cut(target, ".")
+	tbl, err := sink.Catalog().LoadTable(ctx, table.Identifier{ns, name})
+	if err != nil {
+		return Table{}, fmt.Errorf("loading iceberg table %s: %w", target, err)
+	}
+	_, itr, err := tbl.Scan(table.WithSelectedFields(columns...)).ToArrowRecords(ctx)
+	if err != nil {
+		return Table{}, fmt.Errorf("scanning %s: %w", target, err)
+	}
+	out := Table{Columns: columns, Rows: map[string][]string{}}
+	for rec, err := range itr {
+		if err != nil {
+			return Table{}, fmt.Errorf("scanning %s: %w", target, err)
+		}
+		if err := addRows(&out, rec, key); err != nil {
+			rec.Release()
+			return Table{}, fmt.Errorf("scanning %s: %w", target, err)
+		}
+		rec.Release()
+	}
+	return out, nil
+}
+
+func addRows(t *Table, rec arrow.RecordBatch, key string) error {
+	idx := map[string]int{}
+	for i, f := range rec.Schema().Fields() {
+		idx[f.Name] = i
+	}
+	k, ok := idx[key]
+	if !ok {
+		return fmt.Errorf("no key column %s", key)
+	}
+	for r := 0; r < int(rec.NumRows()); r++ {
+		row := make([]string, len(t.Columns))
+		for c, name := range t.Columns {
+			row[c] = valueText(rec.Column(idx[name]), r)
+		}
+		kv := rec.Column(k).ValueStr(r)
+		if _, dup := t.Rows[kv]; dup {
+			return fmt.Errorf("key %s is visible twice", kv)
+		}
+		t.Rows[kv] = row
+	}
+	return nil
+}
+
+// valueText formats a value the way Postgres prints it where Arrow's ValueStr differs (decimals
+// keep their scale).
+func valueText(col arrow.Array, r int) string {
+	if col.IsNull(r) {
+		return "NULL"
+	}
+	if d, ok := col.(*array.Decimal128); ok {
+		return d.Value(r).ToString(d.DataType().(*arrow.Decimal128Type).Scale)
+	}
+	return col.ValueStr(r)
+}
