@@ -14,6 +14,8 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/clickhouse"
+	"github.com/sluicecdc/sluice/sinks/couchbase"
 	"github.com/sluicecdc/sluice/sinks/iceberg"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/workflows"
@@ -112,8 +114,25 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink
 	switch cfg.Sink.Type {
 	case config.SinkIceberg:
 		return openIceberg(ctx, cfg.Sink.Iceberg, log)
+	case config.SinkClickHouse:
+		c := cfg.Sink.ClickHouse
+		s, err := clickhouse.New(ctx, clickhouse.Config{Addr: c.Addr, Database: c.Database, Username: c.Username,
+			Password: c.Password, TLS: c.TLS}, log)
+		if err != nil {
+			return nil, fmt.Errorf("opening the clickhouse sink: %w", err)
+		}
+		return s, nil
+	case config.SinkCouchbase:
+		c := cfg.Sink.Couchbase
+		s, err := couchbase.New(ctx, couchbase.Config{ConnStr: c.ConnStr, Username: c.Username, Password: c.Password,
+			Bucket: c.Bucket, Scope: c.Scope}, couchbase.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("opening the couchbase sink: %w", err)
+		}
+		return s, nil
 	}
-	return nil, fmt.Errorf("sink.type %q: this build has no %s sink yet; use iceberg", cfg.Sink.Type, cfg.Sink.Type)
+	return nil, fmt.Errorf("sink.type %q: this build has no %s sink (plugin sinks are designed, not built); use iceberg, clickhouse or couchbase",
+		cfg.Sink.Type, cfg.Sink.Type)
 }
 
 func openIceberg(ctx context.Context, c *config.Iceberg, log *slog.Logger) (sinks.Sink, error) {

@@ -29,7 +29,7 @@ func TestConformance(t *testing.T) {
 			return s
 		},
 		Target: func(t *testing.T) string { return "conf." + testenv.RandomName("t_") },
-		Read: func(t *testing.T, s sinks.Sink, spec sinks.TableSpec) map[int64]sinktest.Row {
+		Read: func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, _ []int64) map[int64]sinktest.Row {
 			ident, _ := identifier(spec.Target)
 			tbl, err := s.(*Sink).Catalog().LoadTable(context.Background(), ident)
 			if errors.Is(err, catalog.ErrNoSuchTable) {

@@ -8,10 +8,12 @@ package sinktest
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -33,7 +35,9 @@ type Harness struct {
 	Target func(t *testing.T) string
 	// Read returns every visible row of the target by id (deleted rows are not visible; a target
 	// that does not exist, as after DiscardSnapshot, has none). A key visible twice fails the test.
-	Read func(t *testing.T, s sinks.Sink, spec sinks.TableSpec) map[int64]Row
+	// ids are every id the suite wrote to the target, for sinks that cannot list their rows (a
+	// key-value store); sinks that can scan should scan, to find rows nobody asked for.
+	Read func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, ids []int64) map[int64]Row
 }
 
 // Source is the source identity the suite's positions carry.
@@ -129,7 +133,7 @@ func Run(t *testing.T, h Harness) {
 			if err := s.EnsureTable(ctx, spec); err != nil {
 				t.Fatalf("EnsureTable(%s): %v", spec.Target, err)
 			}
-			tc.run(t, ctx, &checked{Sink: s, t: t, h: h}, spec)
+			tc.run(t, ctx, &checked{Sink: s, t: t, h: h, ids: map[int64]bool{}}, spec)
 		})
 	}
 }
@@ -137,11 +141,29 @@ func Run(t *testing.T, h Harness) {
 // checked carries the harness so the tests can read back.
 type checked struct {
 	sinks.Sink
-	t *testing.T
-	h Harness
+	t   *testing.T
+	h   Harness
+	ids map[int64]bool // every id written
 }
 
-func (c *checked) rows(spec sinks.TableSpec) map[int64]Row { return c.h.Read(c.t, c.Sink, spec) }
+func (c *checked) rows(spec sinks.TableSpec) map[int64]Row {
+	ids := make([]int64, 0, len(c.ids))
+	for id := range c.ids {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return c.h.Read(c.t, c.Sink, spec, ids)
+}
+
+// Apply records the ids of the batch, then applies it.
+func (c *checked) Apply(ctx context.Context, b sinks.Batch) error {
+	if col, ok := b.Record.Column(0).(*array.Int64); ok {
+		for i := 0; i < col.Len(); i++ {
+			c.ids[col.Value(i)] = true
+		}
+	}
+	return c.Sink.Apply(ctx, b)
+}
 
 func rowsOf(s sinks.Sink, spec sinks.TableSpec) map[int64]Row { return s.(*checked).rows(spec) }
 
