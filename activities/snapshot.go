@@ -138,9 +138,13 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 			fmt.Sprintf("table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys)),
 			ErrTypeSourceSetup, nil)
 	}
+	// The cursor is the previous chunk's last row; only its key columns are carried.
 	var after []batch.Value
-	for _, v := range in.After {
-		after = append(after, batch.Value{Text: []byte(v)})
+	if len(in.After) > 0 {
+		after = make([]batch.Value, len(schema.Columns))
+		for i, k := range keys {
+			after[k] = batch.Value{Text: []byte(in.After[i])}
+		}
 	}
 	limit := in.MaxRows
 	if limit <= 0 {

@@ -5,7 +5,8 @@ import (
 )
 
 // Config is one pipeline: a Postgres source, the tables to replicate and one sink. Its json tags
-// are the config keys, so the JSON encoding of a validated Config is also the workflow input.
+// are the config keys, so a config file may be YAML or JSON. The workers keep it (with its
+// secrets); workflows receive only the names and limits derived from it (package pipeline).
 type Config struct {
 	// Pipeline names the pipeline: [a-z0-9][a-z0-9_-]*, at most 56 characters. It is part of the
 	// Temporal workflow IDs and of the default slot and publication names.

@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// checkRoundTrip encodes c as a workflow input and decodes it again.
+// checkRoundTrip encodes c as JSON and decodes it again.
 func checkRoundTrip(t *testing.T, c *Config) {
 	t.Helper()
 	js, err := json.Marshal(c)

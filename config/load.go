@@ -94,7 +94,7 @@ func parse(r io.Reader, format string, lookupEnv func(string) (string, bool)) (*
 	return &c, nil
 }
 
-// FromJSON decodes a config from JSON (a workflow input, or a config file in JSON), fills in
+// FromJSON decodes a config from JSON (a config file in JSON), fills in
 // defaults and validates it exactly as Parse does, without environment overrides. The error
 // lists every problem.
 func FromJSON(data []byte) (*Config, error) {
@@ -113,7 +113,7 @@ func FromJSON(data []byte) (*Config, error) {
 
 // UnmarshalJSON decodes c strictly: unknown keys and values of the wrong type are errors, all of
 // them reported at once. It neither fills in defaults nor validates; call Validate (or use
-// FromJSON) for that. This is what a Temporal data converter calls on a workflow input.
+// FromJSON) for that.
 func (c *Config) UnmarshalJSON(data []byte) error {
 	raw, err := decodeJSONValue(data)
 	if err != nil {

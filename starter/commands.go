@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,6 +46,26 @@ func checkCmd(a *app) *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), "problem:", p)
 			}
 			return fmt.Errorf("%d problems found", len(problems))
+		},
+	}
+}
+
+func inputCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "input",
+		Short: "Print the SourceWorkflow input (JSON) that `temporal workflow start --input` takes for this pipeline",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(a.configPath)
+			if err != nil {
+				return err
+			}
+			out, err := json.Marshal(pipeline.SourceInput(cfg))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), string(out))
+			return nil
 		},
 	}
 }

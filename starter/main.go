@@ -3,6 +3,7 @@
 // work; this command only talks to the Temporal server the config names.
 //
 //	sluice check  --config pipeline.yaml            preflight the source: wal_level, keys, types
+//	sluice input  --config pipeline.yaml            print the SourceWorkflow input for the Temporal CLI
 //	sluice start  --config pipeline.yaml            start (or join) the pipeline's workflows
 //	sluice status --config pipeline.yaml [--watch]  per table: phase, position, rows, lag, error
 //	sluice pause  --config pipeline.yaml [--table schema.table]
@@ -76,7 +77,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "pipeline config file (YAML); see docs/config.md")
 	_ = root.MarkPersistentFlagRequired("config")
-	root.AddCommand(checkCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a))
+	root.AddCommand(checkCmd(a), inputCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a))
 	return root
 }
 

@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -79,14 +80,36 @@ func addRows(t *Table, rec arrow.RecordBatch, key string) error {
 	return nil
 }
 
-// valueText formats a value the way Postgres prints it where Arrow's ValueStr differs (decimals
-// keep their scale).
+// valueText formats a value in the canonical text ScanPostgres produces: decimals keep their
+// scale, timestamps are UTC RFC 3339 with microseconds, lists are JSON arrays.
 func valueText(col arrow.Array, r int) string {
 	if col.IsNull(r) {
 		return "NULL"
 	}
-	if d, ok := col.(*array.Decimal128); ok {
-		return d.Value(r).ToString(d.DataType().(*arrow.Decimal128Type).Scale)
+	switch c := col.(type) {
+	case *array.Decimal128:
+		return c.Value(r).ToString(c.DataType().(*arrow.Decimal128Type).Scale)
+	case *array.Timestamp:
+		unit := c.DataType().(*arrow.TimestampType).Unit
+		return c.Value(r).ToTime(unit).UTC().Format(timestampLayout)
+	case *array.List:
+		start, end := c.ValueOffsets(r)
+		elems := make([]string, 0, end-start)
+		for i := int(start); i < int(end); i++ {
+			v := valueText(c.ListValues(), i)
+			switch {
+			case c.ListValues().IsNull(i):
+				v = "null"
+			case c.ListValues().DataType().ID() == arrow.STRING || c.ListValues().DataType().ID() == arrow.LARGE_STRING:
+				b, _ := json.Marshal(v)
+				v = string(b)
+			}
+			elems = append(elems, v)
+		}
+		return "[" + strings.Join(elems, ",") + "]"
 	}
 	return col.ValueStr(r)
 }
+
+// timestampLayout is the canonical text of timestamps in comparisons.
+const timestampLayout = "2006-01-02T15:04:05.000000Z"

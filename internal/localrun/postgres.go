@@ -15,9 +15,9 @@ func ScanPostgres(ctx context.Context, dsn, table, key string, columns []string)
 		return Table{}, fmt.Errorf("connecting to the source: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	exprs := make([]string, len(columns))
-	for i, c := range columns {
-		exprs[i] = fmt.Sprintf("coalesce(%s::text, 'NULL')", pgx.Identifier{c}.Sanitize())
+	exprs, err := canonicalExprs(ctx, conn, table, columns)
+	if err != nil {
+		return Table{}, err
 	}
 	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT %s::text, %s FROM %s", pgx.Identifier{key}.Sanitize(),
 		strings.Join(exprs, ", "), table))
@@ -38,6 +38,40 @@ func ScanPostgres(ctx context.Context, dsn, table, key string, columns []string)
 		out.Rows[vals[0]] = vals[1:]
 	}
 	return out, rows.Err()
+}
+
+// canonicalExprs returns, per column, SQL that prints its value the way valueText prints the
+// Arrow value: arrays as JSON, timestamps as UTC RFC 3339 with microseconds, NULL as "NULL".
+func canonicalExprs(ctx context.Context, conn *pgx.Conn, table string, columns []string) ([]string, error) {
+	types := map[string]string{}
+	rows, err := conn.Query(ctx, `SELECT a.attname, t.typcategory::text, t.typname FROM pg_attribute a
+		JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = $1::regclass AND a.attnum > 0`, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)
+	}
+	for rows.Next() {
+		var name, cat, typ string
+		if err := rows.Scan(&name, &cat, &typ); err != nil {
+			return nil, err
+		}
+		types[name] = cat + ":" + typ
+	}
+	rows.Close()
+	exprs := make([]string, len(columns))
+	for i, c := range columns {
+		id := pgx.Identifier{c}.Sanitize()
+		expr := id + "::text"
+		switch t := types[c]; {
+		case strings.HasPrefix(t, "A:"):
+			expr = "array_to_json(" + id + ")::text"
+		case t == "D:timestamptz":
+			expr = "to_char(" + id + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+		case t == "D:timestamp":
+			expr = "to_char(" + id + ", 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+		}
+		exprs[i] = "coalesce(" + expr + ", 'NULL')"
+	}
+	return exprs, nil
 }
 
 // Diff lists the first differences between want (the source) and got (the sink), key by key:

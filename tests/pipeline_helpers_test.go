@@ -1,0 +1,230 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/testenv"
+)
+
+// bins are the worker and starter built once for the package's tests (TestMain).
+var bins localrun.Binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	bins, err = localrun.Build(ctx, "..", dir)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building the worker and the starter:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// icebergPipeline is one pipeline into a local Iceberg warehouse, on a fresh database and task
+// queue, as a user would configure it.
+type icebergPipeline struct {
+	t        *testing.T
+	name     string
+	dsn      string
+	dir      string
+	config   string // path of the config file
+	cfg      *config.Config
+	env      []string
+	temporal client.Client
+	started  time.Time
+}
+
+// newIcebergPipeline creates a database (via setup SQL), and writes a config for tables (each
+// "schema.table:target"). Warehouse and catalog live in the test's temp dir; dsn may name an
+// existing database (empty: a fresh one).
+func newIcebergPipeline(t *testing.T, dsn string, tables []string, setupSQL ...string) *icebergPipeline {
+	t.Helper()
+	if dsn == "" {
+		dsn = testenv.NewDatabase(t)
+	}
+	p := &icebergPipeline{t: t, name: strings.ReplaceAll(testenv.RandomName("p"), "-", "_"), dsn: dsn, dir: t.TempDir()}
+	p.exec(setupSQL...)
+	var tb strings.Builder
+	for _, spec := range tables {
+		src, target, _ := strings.Cut(spec, ":")
+		fmt.Fprintf(&tb, "  - source: %s\n    target: %s\n    metadata:\n      - {from: commit_ts, as: committed_at}\n      - {from: phase, as: source_phase}\n", src, target)
+	}
+	yaml := fmt.Sprintf(`pipeline: %s
+source:
+  dsn: %s
+  snapshot_chunk_rows: 20000
+temporal:
+  address: %s
+  task_queue: %s
+staging:
+  url: %s
+batch:
+  max_rows: 5000
+  max_wait: 500ms
+sink:
+  type: iceberg
+  iceberg:
+    catalog:
+      type: sql
+      dialect: sqlite
+      uri: %s
+    warehouse: %s
+tables:
+%s`, p.name, dsn, testenv.Temporal(t), "sluice-"+p.name, filepath.Join(p.dir, "staging"),
+		filepath.Join(p.dir, "catalog.db"), filepath.Join(p.dir, "warehouse"), tb.String())
+	p.config = filepath.Join(p.dir, "pipeline.yaml")
+	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p.config)
+	if err != nil {
+		t.Fatalf("test config does not load: %v", err)
+	}
+	p.cfg = cfg
+	c, err := client.Dial(client.Options{HostPort: testenv.Temporal(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	p.temporal = c
+	p.started = time.Now().Add(-time.Second)
+	t.Cleanup(func() {
+		// Stop the pipeline's workflows so they do not outlive the test's database.
+		_, _ = localrun.Sluice(context.Background(), bins.Starter, p.env, "stop", "--config", p.config)
+	})
+	return p
+}
+
+// exec runs SQL on the pipeline's source database.
+func (p *icebergPipeline) exec(stmts ...string) {
+	p.t.Helper()
+	if len(stmts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.dsn)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			p.t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// worker starts a worker process for the pipeline, stopped at cleanup.
+func (p *icebergPipeline) worker(name string) *localrun.Worker {
+	p.t.Helper()
+	w, err := localrun.StartWorker(bins.Worker, p.config, filepath.Join(p.dir, name+".log"), p.env)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() {
+		_ = w.Stop()
+		if p.t.Failed() {
+			if b, err := os.ReadFile(w.Log); err == nil {
+				p.t.Logf("%s log (last 4 KiB):\n%s", name, tailBytes(b, 4096))
+			}
+		}
+	})
+	return w
+}
+
+func tailBytes(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// sluice runs the starter CLI on the pipeline's config.
+func (p *icebergPipeline) sluice(args ...string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := localrun.Sluice(ctx, bins.Starter, p.env, append(args, "--config", p.config)...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return out
+}
+
+// waitStream waits until table's workflow (a run started by this test) streams with a position.
+func (p *icebergPipeline) waitStream(table batch.TableName) {
+	p.t.Helper()
+	err := localrun.WaitFor(context.Background(), "table "+table.String()+" to finish its backfill", 3*time.Minute, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			st, err := localrun.TableStatus(ctx, p.temporal, p.name, table, p.started)
+			if err != nil {
+				return false, "", err
+			}
+			return st.Phase == "stream" && st.HasPosition, fmt.Sprintf("phase %s rows %d error %q", st.Phase, st.Rows, st.LastError), nil
+		})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// waitEqual waits until target equals the source table key by key over columns.
+func (p *icebergPipeline) waitEqual(source, target, key string, columns []string) localrun.Table {
+	p.t.Helper()
+	var sink localrun.Table
+	err := localrun.WaitFor(context.Background(), target+" to equal "+source, 3*time.Minute, time.Second,
+		func(ctx context.Context) (bool, string, error) {
+			src, err := localrun.ScanPostgres(ctx, p.dsn, source, key, columns)
+			if err != nil {
+				return false, "", err
+			}
+			got, err := localrun.ScanIceberg(ctx, p.cfg, target, key, append([]string{key}, columns...))
+			if err != nil {
+				return false, "", err
+			}
+			sink = localrun.Table{Columns: columns, Rows: map[string][]string{}}
+			for k, r := range got.Rows {
+				sink.Rows[k] = r[1:]
+			}
+			diff := localrun.Diff(src, sink, 5)
+			return len(diff) == 0, fmt.Sprintf("%d+ differences: %s", len(diff), strings.Join(diff, "; ")), nil
+		})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return sink
+}
+
+// execSQL runs statements on dsn.
+func execSQL(ctx context.Context, dsn string, stmts ...string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for _, s := range stmts {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
