@@ -58,11 +58,22 @@ type icebergPipeline struct {
 // existing database (empty: a fresh one).
 func newIcebergPipeline(t *testing.T, dsn string, tables []string, setupSQL ...string) *icebergPipeline {
 	t.Helper()
+	return newPipeline(t, dsn, "", tables, setupSQL...)
+}
+
+// newPipeline is newIcebergPipeline with another sink section (YAML under sink:, indented by
+// two spaces; empty means the local Iceberg warehouse).
+func newPipeline(t *testing.T, dsn, sinkYAML string, tables []string, setupSQL ...string) *icebergPipeline {
+	t.Helper()
 	if dsn == "" {
 		dsn = testenv.NewDatabase(t)
 	}
 	p := &icebergPipeline{t: t, name: strings.ReplaceAll(testenv.RandomName("p"), "-", "_"), dsn: dsn, dir: t.TempDir()}
 	p.exec(setupSQL...)
+	if sinkYAML == "" {
+		sinkYAML = fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
+			filepath.Join(p.dir, "catalog.db"), filepath.Join(p.dir, "warehouse"))
+	}
 	var tb strings.Builder
 	for _, spec := range tables {
 		src, target, _ := strings.Cut(spec, ":")
@@ -81,16 +92,9 @@ batch:
   max_rows: 5000
   max_wait: 500ms
 sink:
-  type: iceberg
-  iceberg:
-    catalog:
-      type: sql
-      dialect: sqlite
-      uri: %s
-    warehouse: %s
+%s
 tables:
-%s`, p.name, dsn, testenv.Temporal(t), "sluice-"+p.name, filepath.Join(p.dir, "staging"),
-		filepath.Join(p.dir, "catalog.db"), filepath.Join(p.dir, "warehouse"), tb.String())
+%s`, p.name, dsn, testenv.Temporal(t), "sluice-"+p.name, filepath.Join(p.dir, "staging"), sinkYAML, tb.String())
 	p.config = filepath.Join(p.dir, "pipeline.yaml")
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -227,4 +231,25 @@ func execSQL(ctx context.Context, dsn string, stmts ...string) error {
 		}
 	}
 	return nil
+}
+
+// waitEqualTo waits until read returns the source table's rows over columns, key by key.
+func (p *icebergPipeline) waitEqualTo(source, key string, columns []string, read func(ctx context.Context) (localrun.Table, error)) {
+	p.t.Helper()
+	err := localrun.WaitFor(context.Background(), "the sink to equal "+source, 3*time.Minute, time.Second,
+		func(ctx context.Context) (bool, string, error) {
+			src, err := localrun.ScanPostgres(ctx, p.dsn, source, key, columns)
+			if err != nil {
+				return false, "", err
+			}
+			got, err := read(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			diff := localrun.Diff(src, got, 5)
+			return len(diff) == 0, fmt.Sprintf("%d+ differences: %s", len(diff), strings.Join(diff, "; ")), nil
+		})
+	if err != nil {
+		p.t.Fatal(err)
+	}
 }

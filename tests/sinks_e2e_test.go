@@ -1,0 +1,125 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/couchbase/gocb/v2"
+
+	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/testenv"
+)
+
+// e2eColumns are compared in every sink: text and a nullable integer.
+var e2eColumns = []string{"name", "qty"}
+
+// runLivePipeline backfills 20,000 rows, applies the live changes and waits until read shows
+// the source.
+func runLivePipeline(t *testing.T, p *icebergPipeline, read func(ctx context.Context) (localrun.Table, error)) {
+	t.Helper()
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	p.exec(liveItemChanges...)
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
+}
+
+// TestPipelineIntoClickHouse runs the pipeline into ClickHouse: backfill then stream, compared
+// with SELECT ... FINAL and the tombstone filter.
+func TestPipelineIntoClickHouse(t *testing.T) {
+	addr := testenv.ClickHouse(t)
+	db := testenv.RandomName("sluice_e2e_")
+	p := newPipeline(t, "", fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db),
+		[]string{"public.items:items"}, itemsDDL, itemsSeed(1, 20000))
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
+	runLivePipeline(t, p, func(ctx context.Context) (localrun.Table, error) {
+		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
+		rows, err := conn.Query(ctx, "SELECT toString(id), name, ifNull(toString(qty), 'NULL') FROM "+db+".items FINAL WHERE _is_deleted = 0")
+		if err != nil {
+			return out, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, qty string
+			var name *string
+			if err := rows.Scan(&id, &name, &qty); err != nil {
+				return out, err
+			}
+			if _, dup := out.Rows[id]; dup {
+				return out, fmt.Errorf("id %s visible twice", id)
+			}
+			n := "NULL"
+			if name != nil {
+				n = *name
+			}
+			out.Rows[id] = []string{n, qty}
+		}
+		return out, rows.Err()
+	})
+}
+
+// TestPipelineIntoCouchbase runs the pipeline into Couchbase (gocaves): backfill then stream,
+// compared document by document over every key the source ever held.
+func TestPipelineIntoCouchbase(t *testing.T) {
+	cb := testenv.Couchbase(t)
+	scope := testenv.RandomName("e2e")
+	p := newPipeline(t, "", fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
+		cb.ConnString, cb.Username, cb.Password, cb.Bucket), []string{"public.items:" + scope + ".items"}, itemsDDL, itemsSeed(1, 20000))
+	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
+		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close(nil)
+	bucket := cluster.Bucket(cb.Bucket)
+	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Every key the source ever held: the seed, the live inserts and the moved key.
+	var universe []string
+	for id := 1; id <= 20000; id++ {
+		universe = append(universe, strconv.Itoa(id))
+	}
+	for id := 50001; id <= 50500; id++ {
+		universe = append(universe, strconv.Itoa(id))
+	}
+	universe = append(universe, "900000")
+	runLivePipeline(t, p, func(ctx context.Context) (localrun.Table, error) {
+		col := bucket.Scope(scope).Collection("items")
+		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
+		for _, k := range universe {
+			res, err := col.Get(k, &gocb.GetOptions{Context: ctx})
+			if errors.Is(err, gocb.ErrDocumentNotFound) {
+				continue
+			}
+			if err != nil {
+				return out, fmt.Errorf("get %s: %w", k, err)
+			}
+			var doc struct {
+				Name *string  `json:"name"`
+				Qty  *float64 `json:"qty"`
+			}
+			if err := res.Content(&doc); err != nil {
+				return out, err
+			}
+			name, qty := "NULL", "NULL"
+			if doc.Name != nil {
+				name = *doc.Name
+			}
+			if doc.Qty != nil {
+				qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
+			}
+			out.Rows[k] = []string{name, qty}
+		}
+		return out, nil
+	})
+}
