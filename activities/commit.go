@@ -17,7 +17,8 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// Commit holds the sink-side activities of a table: EnsureTable, LoadTable and CommitBatch.
+// Commit holds the sink-side activities of a table: EnsureTable, LoadTable, CommitBatch and
+// MaintainTable.
 type Commit struct {
 	Sinks   SinkProvider
 	Staging *staging.Store
@@ -105,7 +106,7 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 			fmt.Sprintf("batch %s was delivered to table %s of pipeline %s", ref, in.Table.Table(), in.Table.Pipeline),
 			"InvalidBatchRef", nil)
 	}
-	stop := a.heartbeat(ctx, ref)
+	stop := a.heartbeat(ctx, ref.Range())
 	defer stop()
 
 	sink, err := a.Sinks.Sink(ctx, in.Table.Sink)
@@ -220,15 +221,14 @@ func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput,
 	return trimmed, dropped, nil
 }
 
-// heartbeat records a heartbeat now and every HeartbeatEvery until the returned stop is called,
-// so a worker that dies mid-commit is noticed after the heartbeat timeout, not the whole
-// start-to-close timeout.
-func (a *Commit) heartbeat(ctx context.Context, ref staging.BatchRef) (stop func()) {
+// heartbeat records detail as a heartbeat now and every HeartbeatEvery until the returned stop
+// is called, so a worker that dies mid-commit is noticed after the heartbeat timeout, not the
+// whole start-to-close timeout.
+func (a *Commit) heartbeat(ctx context.Context, detail string) (stop func()) {
 	every := a.HeartbeatEvery
 	if every <= 0 {
 		every = 10 * time.Second
 	}
-	detail := ref.Range()
 	activity.RecordHeartbeat(ctx, detail)
 	done := make(chan struct{})
 	var wg sync.WaitGroup

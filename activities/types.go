@@ -31,6 +31,9 @@ const (
 	// ErrTypeSnapshotLost: a snapshot activity ran on a worker that does not hold the table's
 	// exported snapshot (the worker restarted). The workflow run fails and re-snapshots.
 	ErrTypeSnapshotLost = "SnapshotLost"
+	// ErrTypeMaintenanceFailed: the sink's table maintenance hit a failure retrying cannot fix.
+	// The table goes on committing; the workflow reports it in its status.
+	ErrTypeMaintenanceFailed = "MaintenanceFailed"
 )
 
 // SinkRef names a sink configured on the workers. Only the name travels in workflow inputs and

@@ -51,9 +51,19 @@ func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
 // SinkRef names the pipeline's sink in workflow inputs: its type.
 func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{Name: cfg.Sink.Type} }
 
-// TableOptions are the TableWorkflow options of cfg.
+// TableOptions are the TableWorkflow options of cfg. An Iceberg sink's tables are maintained
+// (MaintainTable) every sink.iceberg.maintenance.compact_every_commits batches; -1 turns that off.
 func TableOptions(cfg *config.Config) workflows.TableOptions {
-	return workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows}
+	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows}
+	if cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil {
+		switch n := cfg.Sink.Iceberg.Maintenance.CompactEveryCommits; {
+		case n > 0:
+			o.MaintainEveryCommits = n
+		case n == 0:
+			o.MaintainEveryCommits = config.DefaultCompactEveryCommits
+		}
+	}
+	return o
 }
 
 // SourceConfigs serves the source settings of cfg's pipeline to the activities.
@@ -144,9 +154,19 @@ func openIceberg(ctx context.Context, c *config.Iceberg, log *slog.Logger) (sink
 		ic.S3 = iceberg.S3Config{Endpoint: c.S3.Endpoint, Region: c.S3.Region,
 			AccessKeyID: c.S3.AccessKeyID, SecretAccessKey: c.S3.SecretAccessKey}
 	}
-	s, err := iceberg.New(ctx, ic, iceberg.Options{Logger: log})
+	s, err := iceberg.New(ctx, ic, iceberg.Options{Logger: log, Maintenance: maintenanceOptions(c.Maintenance)})
 	if err != nil {
 		return nil, fmt.Errorf("opening the iceberg sink: %w", err)
 	}
 	return s, nil
+}
+
+// maintenanceOptions are the Iceberg sink's maintenance settings for m: the defaults, with
+// snapshots expired after expire_snapshots_after.
+func maintenanceOptions(m config.IcebergMaintenance) *iceberg.MaintenanceOptions {
+	o := iceberg.DefaultMaintenanceOptions()
+	if d := m.ExpireSnapshotsAfter.D(); d > 0 {
+		o.MaxSnapshotAge = d
+	}
+	return &o
 }

@@ -74,3 +74,21 @@ type Sink interface {
 	// Close releases connections. The sink must not be used after Close.
 	Close(ctx context.Context) error
 }
+
+// Maintainer is a Sink whose tables need housekeeping that committing one batch at a time makes
+// necessary: compacting small data and delete files, rewriting manifests, expiring old snapshots
+// or versions. The table's workflow calls it between commits (every N committed batches), never
+// concurrently with Apply, DiscardSnapshot or another Maintain of the same table; other tables'
+// calls may run concurrently. Sinks without such needs do not implement it.
+type Maintainer interface {
+	// Maintain tidies the target table of spec and says what it did. It never changes the
+	// visible rows and keeps Position answering the same committed position. It is idempotent
+	// and may stop at any point (ctx cancelled, worker lost) without harm: what it finished
+	// stays done, the rest is done by the next call. Failures are classified like every sink
+	// error: poison (retrying cannot help) or unmarked (transient).
+	Maintain(ctx context.Context, spec TableSpec) (MaintenanceReport, error)
+}
+
+// MaintenanceReport counts what one Maintain call did, by snake_case names a sink chooses
+// (removed_data_files, expired_snapshots, ...). Empty when there was nothing to do.
+type MaintenanceReport map[string]int64

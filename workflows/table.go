@@ -36,6 +36,9 @@ type table struct {
 	commits     int // commits in this run
 	lastError   string
 	snapshot    *SnapshotProgress
+	// sinceMaintenance counts batches that wrote rows since the last maintenance started.
+	sinceMaintenance int
+	lastMaintenance  *MaintenanceStatus
 }
 
 // TableWorkflow owns one table of a pipeline: it backfills the table when its sink holds no
@@ -49,6 +52,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 	if s := in.State; s != nil {
 		t.position, t.hasPosition, t.queue, t.paused = s.Position, true, s.Queue, s.Paused
 		t.rows, t.batches, t.runs = s.Rows, s.Batches, s.Runs
+		t.sinceMaintenance, t.lastMaintenance = s.SinceMaintenance, s.LastMaintenance
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
 		return fmt.Errorf("registering status query: %w", err)
@@ -94,6 +98,11 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		default:
 			if err := t.commitNext(ctx); err != nil {
 				return t.fail(ctx, err)
+			}
+			if t.maintenanceDue() {
+				if err := t.maintain(ctx); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -152,6 +161,9 @@ func (t *table) commitNext(ctx workflow.Context) error {
 	t.position, t.hasPosition = maxPosition(t.position, res.Position), true
 	t.rows += res.Rows
 	t.batches++
+	if res.Rows > 0 {
+		t.sinceMaintenance++
+	}
 	t.commits++
 	t.lastError = ""
 	return nil
@@ -172,6 +184,7 @@ func (t *table) next() TableInput {
 	next.State = &TableState{
 		Position: t.position, Queue: t.queue, Paused: t.paused,
 		Rows: t.rows, Batches: t.batches, Runs: t.runs + 1,
+		SinceMaintenance: t.sinceMaintenance, LastMaintenance: t.lastMaintenance,
 	}
 	return next
 }
@@ -209,7 +222,7 @@ func (t *table) status() (TableStatus, error) {
 		Pipeline: t.in.Pipeline, Table: t.in.Table().String(), Phase: t.phase,
 		Position: t.position, HasPosition: t.hasPosition, Rows: t.rows, Batches: t.batches,
 		QueueLength: len(t.queue), LagBytes: lagBytes(t.queue, t.position), Paused: t.paused,
-		LastError: t.lastError, Snapshot: t.snapshot,
+		LastError: t.lastError, Snapshot: t.snapshot, LastMaintenance: t.lastMaintenance,
 	}, nil
 }
 

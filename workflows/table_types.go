@@ -21,6 +21,9 @@ type TableOptions struct {
 	// worker is noticed after CommitHeartbeat (default 1 minute).
 	CommitTimeout   time.Duration `json:"commit_timeout,omitempty"`
 	CommitHeartbeat time.Duration `json:"commit_heartbeat,omitempty"`
+	// MaintainEveryCommits runs the MaintainTable activity (the sink's compaction and snapshot
+	// expiry) after every this many committed batches that wrote rows; 0 (the default) never.
+	MaintainEveryCommits int `json:"maintain_every_commits,omitempty"`
 }
 
 func (o TableOptions) withDefaults() TableOptions {
@@ -61,6 +64,20 @@ type TableState struct {
 	Rows     int64                `json:"rows"`    // rows committed by this workflow, all runs
 	Batches  int64                `json:"batches"` // batches committed (or skipped as covered)
 	Runs     int                  `json:"runs"`    // runs continued as new so far
+	// SinceMaintenance counts the batches that wrote rows since the last MaintainTable started.
+	SinceMaintenance int                `json:"since_maintenance,omitempty"`
+	LastMaintenance  *MaintenanceStatus `json:"last_maintenance,omitempty"`
+}
+
+// MaintenanceStatus is the outcome of a table's latest MaintainTable run.
+type MaintenanceStatus struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"` // zero while it runs
+	// Batches is the table's committed batch count when it started.
+	Batches int64                      `json:"batches"`
+	Result  *activities.MaintainResult `json:"result,omitempty"`
+	// Error is why it failed after its retries; the table went on committing regardless.
+	Error string `json:"error,omitempty"`
 }
 
 // SnapshotProgress is a backfill's progress.
@@ -86,4 +103,6 @@ type TableStatus struct {
 	Paused    bool              `json:"paused"`
 	LastError string            `json:"last_error,omitempty"`
 	Snapshot  *SnapshotProgress `json:"snapshot,omitempty"`
+	// LastMaintenance is the latest table maintenance (MaintainTable), when one ran.
+	LastMaintenance *MaintenanceStatus `json:"last_maintenance,omitempty"`
 }

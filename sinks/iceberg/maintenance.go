@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
+
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 // MaintenanceOptions tune Maintain.
@@ -51,14 +53,41 @@ type MaintenanceResult struct {
 	CompactionConflicts int // steps skipped because a batch was committed meanwhile
 }
 
-// Maintain compacts the target table's small data files (applying and dropping the delete files
+// Maintain runs MaintainWith on spec's target with the options the sink was created with
+// (Options.Maintenance). It implements sinks.Maintainer: the scheduled maintenance of the
+// TableWorkflow calls it every N committed batches.
+func (s *Sink) Maintain(ctx context.Context, spec sinks.TableSpec) (sinks.MaintenanceReport, error) {
+	res, err := s.MaintainWith(ctx, spec.Target, s.maintenance)
+	if err != nil {
+		return nil, err
+	}
+	return res.Report(), nil
+}
+
+// Report returns r as the counters of a sinks.MaintenanceReport, leaving out zeros.
+func (r MaintenanceResult) Report() sinks.MaintenanceReport {
+	rep := sinks.MaintenanceReport{}
+	for name, n := range map[string]int{
+		"removed_data_files": r.RemovedDataFiles, "added_data_files": r.AddedDataFiles,
+		"removed_delete_files": r.RemovedDeleteFiles, "rewritten_manifests": r.RewrittenManifests,
+		"added_manifests": r.AddedManifests, "expired_snapshots": r.ExpiredSnapshots,
+		"removed_orphan_files": r.RemovedOrphanFiles, "compaction_conflicts": r.CompactionConflicts,
+	} {
+		if n != 0 {
+			rep[name] = int64(n)
+		}
+	}
+	return rep
+}
+
+// MaintainWith compacts the target table's small data files (applying and dropping the delete files
 // that no longer match anything), rewrites its manifests and expires old snapshots. Each step is
 // its own commit pinned to the branch head it read: a batch committed meanwhile makes that step
 // fail cleanly (counted in CompactionConflicts, done on the next run) instead of racing it. The
 // committed position stays readable: compaction and manifest snapshots carry none, and expiry
 // keeps every snapshot back to the newest one that does (Position walks back to it), besides the
 // table property. Safe to run at any time; it never changes the visible rows.
-func (s *Sink) Maintain(ctx context.Context, target string, opts MaintenanceOptions) (MaintenanceResult, error) {
+func (s *Sink) MaintainWith(ctx context.Context, target string, opts MaintenanceOptions) (MaintenanceResult, error) {
 	var res MaintenanceResult
 	ident, err := identifier(target)
 	if err != nil {

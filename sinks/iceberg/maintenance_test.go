@@ -36,7 +36,7 @@ func TestMaintenanceKeepsPositionAndData(t *testing.T) {
 	dataBefore, eqBefore := h.fileCounts()
 	snapsBefore := len(h.table().Metadata().Snapshots())
 
-	res, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2})
+	res, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2})
 	if err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestMaintenanceKeepsPositionAndData(t *testing.T) {
 	// The table keeps working after maintenance, and a second run is harmless.
 	b := h.apply(upd(1, "after", 1))
 	want[1] = row{"after", 1}
-	if _, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1}); err != nil {
+	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1}); err != nil {
 		t.Fatalf("second Maintain: %v", err)
 	}
 	if d := diffRows(want, h.rows()); d != "" {
@@ -153,7 +153,7 @@ func TestScanAfterManySmallCommits(t *testing.T) {
 		float64(time.Since(start).Milliseconds())/commits)
 
 	before := timeScan(t, h, want)
-	res, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1})
+	res, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1})
 	if err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}

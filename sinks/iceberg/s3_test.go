@@ -42,7 +42,7 @@ func TestS3Warehouse(t *testing.T) {
 		t.Errorf("no objects under s3://%s/warehouse/", info.Bucket)
 	}
 
-	if _, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
+	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
 	if d := diffRows(want, h.rows()); d != "" {

@@ -27,6 +27,9 @@ type Options struct {
 	// ArrowSchema maps source schemas to batch records' Arrow schemas; nil means batch.ArrowSchema.
 	// EnsureTable needs it to create and evolve tables before any record exists.
 	ArrowSchema ArrowSchemaFunc
+	// Maintenance is what Maintain (the scheduled maintenance) does; nil means
+	// DefaultMaintenanceOptions().
+	Maintenance *MaintenanceOptions
 }
 
 // Sink writes batches into Iceberg tables of one catalog. It is safe for concurrent use by
@@ -36,12 +39,16 @@ type Sink struct {
 	cat         catalog.Catalog
 	log         *slog.Logger
 	arrowSchema ArrowSchemaFunc
+	maintenance MaintenanceOptions
 
 	// beforeCommit, when set by a test, runs between writing a batch's files and committing them.
 	beforeCommit func(context.Context)
 }
 
-var _ sinks.Sink = (*Sink)(nil)
+var (
+	_ sinks.Sink       = (*Sink)(nil)
+	_ sinks.Maintainer = (*Sink)(nil)
+)
 
 // New validates cfg and connects to its catalog. The caller closes the sink.
 func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
@@ -60,7 +67,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema}, nil
+	maint := DefaultMaintenanceOptions()
+	if opts.Maintenance != nil {
+		maint = *opts.Maintenance
+	}
+	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint}, nil
 }
 
 // Catalog returns the sink's catalog, for maintenance and tests.

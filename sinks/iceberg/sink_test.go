@@ -239,7 +239,7 @@ func TestConcurrentCommitIsTransient(t *testing.T) {
 	// The loser's files are orphans (the catalog did not say the commit cleanly failed, so Apply
 	// left them); orphan cleanup in Maintain removes them.
 	before := countFiles(t, h.table().Location())
-	res, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{OrphanFileAge: time.Nanosecond, MinInputFiles: 100})
+	res, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{OrphanFileAge: time.Nanosecond, MinInputFiles: 100})
 	if err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
@@ -298,7 +298,7 @@ func TestPartitionedByKeyBucket(t *testing.T) {
 	if d := diffRows(want, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
-	if _, err := h.sink.Maintain(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
+	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
 	if d := diffRows(want, h.rows()); d != "" {

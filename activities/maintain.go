@@ -1,0 +1,64 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/sinks"
+)
+
+// MaintainResult says what MaintainTable did. It is the activity's result, so the Web UI shows it
+// on the table's workflow.
+type MaintainResult struct {
+	// Supported is false when the table's sink has no maintenance (it does not implement
+	// sinks.Maintainer); nothing ran.
+	Supported bool `json:"supported"`
+	// Report counts what the sink did (removed_data_files, expired_snapshots, ...).
+	Report sinks.MaintenanceReport `json:"report,omitempty"`
+	// Duration is how long the sink's maintenance took.
+	Duration time.Duration `json:"duration"`
+	// Message sums the outcome up in words.
+	Message string `json:"message"`
+}
+
+// MaintainTable runs the sink's table maintenance (compaction, manifest rewrite, snapshot expiry)
+// on the table's target when the sink implements sinks.Maintainer, heartbeating while it runs; a
+// sink without maintenance returns a result saying so. It never changes the visible rows or the
+// committed position and is safe to retry: a poison failure becomes a non-retryable
+// MaintenanceFailed error, others are retried. The TableWorkflow runs it between commits and
+// goes on committing whatever it returns.
+func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (MaintainResult, error) {
+	sink, err := a.Sinks.Sink(ctx, in.Sink)
+	if err != nil {
+		return MaintainResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
+	}
+	m, ok := sink.(sinks.Maintainer)
+	if !ok {
+		return MaintainResult{Message: fmt.Sprintf("sink %s has no table maintenance; nothing to do", in.Sink.Name)}, nil
+	}
+	stop := a.heartbeat(ctx, "maintaining "+in.Spec.Target)
+	defer stop()
+
+	start := time.Now()
+	rep, err := m.Maintain(ctx, in.Spec)
+	if sinks.IsPoison(err) {
+		return MaintainResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: maintenance of target %s in sink %s failed: %v; commits go on, the next maintenance runs after the configured number of commits",
+				in.Table(), in.Spec.Target, in.Sink.Name, err), ErrTypeMaintenanceFailed, err)
+	}
+	if err != nil {
+		return MaintainResult{}, fmt.Errorf("maintaining target %s of table %s: %w", in.Spec.Target, in.Table(), err)
+	}
+	res := MaintainResult{Supported: true, Report: rep, Duration: time.Since(start)}
+	res.Message = fmt.Sprintf("maintained %s in %s", in.Spec.Target, res.Duration.Round(time.Millisecond))
+	if len(rep) == 0 {
+		res.Message += ": nothing to do"
+	}
+	activity.GetLogger(ctx).Info("maintained table", "table", in.Table().String(), "target", in.Spec.Target,
+		"duration", res.Duration, "report", rep)
+	return res, nil
+}
