@@ -18,6 +18,7 @@
 // reaches data files of its own partition, and an update that moved a row to another partition
 // would leave the old image visible because the sink only knows the new one.
 //
-// Maintain compacts small data files and dead delete files, rewrites manifests and expires
-// snapshots while keeping the position readable; the maintenance workflow calls it on a schedule.
+// Maintain (sinks.Maintainer) compacts small data files and dead delete files, rewrites manifests
+// and expires snapshots while keeping the position readable; the TableWorkflow's MaintainTable
+// activity calls it every N committed batches, with the options given in Options.Maintenance.
 package iceberg

@@ -1,7 +1,8 @@
 // Package sinktest is the conformance suite every sink runs: the contract of sinks.Sink as the
 // committer relies on it (positions read back from the destination, atomic data and position,
 // idempotent writes by key, deletes of missing keys, the backfill cases of Apply, discarding a
-// partial snapshot). A sink's own tests call Run with a harness that opens the sink against its
+// partial snapshot, and for a sinks.Maintainer, maintenance that changes neither rows nor
+// position). A sink's own tests call Run with a harness that opens the sink against its
 // real service and reads back what a user would see.
 package sinktest
 
@@ -122,6 +123,7 @@ func Run(t *testing.T, h Harness) {
 		{"snapshot chunks keep the position until the end", testSnapshotChunks},
 		{"discard removes a partial snapshot", testDiscard},
 		{"ensure table is idempotent", testEnsureTwice},
+		{"maintenance keeps rows and position", testMaintain},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -295,4 +297,37 @@ func testEnsureTwice(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks
 	}
 	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}})
 	wantPosition(t, ctx, s, spec, batch.Position{LSN: 0x1000, Seq: 1}, true)
+}
+
+func testMaintain(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	m, ok := s.(*checked).Sink.(sinks.Maintainer)
+	if !ok {
+		t.Skip("the sink has no table maintenance")
+	}
+	want := map[int64]Row{}
+	var hi batch.Position
+	for i := range int64(6) {
+		lsn := uint64(0x1000 * (i + 1))
+		changes := []batch.Change{Upsert(i+1, fmt.Sprint("n", i), int32(i), lsn, 1), Upsert(0, fmt.Sprint("z", i), int32(i), lsn, 2)}
+		want[i+1], want[0] = Row{fmt.Sprint("n", i), int32(i)}, Row{fmt.Sprint("z", i), int32(i)}
+		if i%2 == 1 { // delete the key the previous batch inserted
+			changes = append(changes, Delete(i, lsn, 3))
+			delete(want, i)
+		}
+		hi = changes[len(changes)-1].Pos
+		apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, changes...))
+	}
+	for i := range 2 { // idempotent
+		if _, err := m.Maintain(ctx, spec); err != nil {
+			t.Fatalf("Maintain (call %d): %v", i+1, err)
+		}
+		wantRows(t, s, spec, want)
+		wantPosition(t, ctx, s, spec, hi, true)
+	}
+	// The table takes commits after maintenance.
+	hi = batch.Position{LSN: 0x9000, Seq: 1}
+	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, Upsert(100, "after", 1, 0x9000, 1)))
+	want[100] = Row{"after", 1}
+	wantRows(t, s, spec, want)
+	wantPosition(t, ctx, s, spec, hi, true)
 }
