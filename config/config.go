@@ -109,7 +109,8 @@ type S3 struct {
 // IcebergMaintenance schedules the table maintenance the Iceberg sink runs between commits.
 type IcebergMaintenance struct {
 	// CompactEveryCommits compacts data files and rewrites manifests after this many commits to
-	// a table (default 100; 0 keeps the default, -1 turns compaction off).
+	// a table (default 100; 0 keeps the default, -1 turns maintenance off, snapshot
+	// expiry included).
 	CompactEveryCommits int `json:"compact_every_commits"`
 	// ExpireSnapshotsAfter expires snapshots older than this (default 24h).
 	ExpireSnapshotsAfter Duration `json:"expire_snapshots_after"`
