@@ -96,7 +96,11 @@ func (s *Stack) startClickHouse(ctx context.Context) (Info, error) {
 		TCPPort, HTTPPort, InterserverPort int
 	}
 	p.Dir = dir
+	p.TCPPort = s.previousPort(ServiceClickHouse) // a restarted server keeps its address
 	for _, port := range []*int{&p.TCPPort, &p.HTTPPort, &p.InterserverPort} {
+		if *port != 0 {
+			continue
+		}
 		if *port, err = freePort(); err != nil {
 			return Info{}, err
 		}

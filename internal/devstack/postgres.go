@@ -67,9 +67,11 @@ func (s *Stack) startPostgres(ctx context.Context) (Info, error) {
 	}
 	// A stale pid file from a killed server would stop the new one from starting.
 	_ = os.Remove(filepath.Join(data, "postmaster.pid"))
-	port, err := freePort()
-	if err != nil {
-		return Info{}, err
+	port := s.previousPort(ServicePostgres) // a restarted server keeps its address
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return Info{}, err
+		}
 	}
 	args := []string{"-D", data, "-p", strconv.Itoa(port), "-k", sock}
 	for _, set := range postgresSettings {

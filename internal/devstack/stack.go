@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -183,6 +184,43 @@ func (s *Stack) Stop(ctx context.Context, services ...string) error {
 		_ = os.Remove(s.statePath(svc))
 	}
 	return errors.Join(errs...)
+}
+
+// Halt stops a service by its pid but keeps its state, so the next Ensure starts it again on the
+// same ports with the same data: what a test needs to take a service away for a while.
+func (s *Stack) Halt(ctx context.Context, service string) error {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	info, err := s.readState(service)
+	if err != nil {
+		return fmt.Errorf("halting %s: %w", service, err)
+	}
+	if err := s.stopInfo(info); err != nil {
+		return fmt.Errorf("halting %s (pid %d): %w", service, info.PID, err)
+	}
+	return nil
+}
+
+// previousPort is the port a service last listened on, when it is free again; 0 otherwise.
+func (s *Stack) previousPort(service string) int {
+	info, err := s.readState(service)
+	if err != nil || alive(info.PID) {
+		return 0
+	}
+	_, port, err := net.SplitHostPort(info.Addr)
+	if err != nil {
+		return 0
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		return 0
+	}
+	_ = l.Close()
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 func (s *Stack) starters() map[string]func(context.Context) (Info, error) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestGocavesConnstr(t *testing.T) {
@@ -78,6 +80,37 @@ func TestEnsureIsIdempotentAndStopStopsByPID(t *testing.T) {
 	if up := s.Status()[ServicePostgres]; !up {
 		t.Fatal("status does not show postgres running")
 	}
+	// Halt takes the server away; the next Ensure brings it back on the same address and data.
+	conn, err := pgx.Connect(ctx, first.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if err := s.Halt(ctx, ServicePostgres); err != nil {
+		t.Fatal(err)
+	}
+	if alive(first.PID) {
+		t.Fatalf("pid %d alive after Halt", first.PID)
+	}
+	back, err := s.Ensure(ctx, ServicePostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Addr != first.Addr || back.PID == first.PID {
+		t.Fatalf("after Halt, Ensure gave %+v; want the same address %s and a new process", back, first.Addr)
+	}
+	conn, err = pgx.Connect(ctx, back.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM kept"); err != nil {
+		t.Fatalf("data lost across Halt: %v", err)
+	}
+	conn.Close(ctx)
+	first = back
 	if err := s.Stop(ctx, ServicePostgres); err != nil {
 		t.Fatal(err)
 	}
