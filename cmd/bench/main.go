@@ -1,6 +1,13 @@
 // Command bench measures Sluice's backfill and stream against the limits of the PostgreSQL it
 // reads from, in one run, prints one table and writes docs/benchmarks.md. It is separate from the
 // tests: `make bench`.
+//
+// Limit 1 is COPY binary to nowhere; limit 2 is pg_recvlogical (pgoutput) consuming a bulk
+// UPDATE and many single-row transactions. Then, per sink (--sinks), a pipeline with its own
+// name, slot and task queue backfills public.orders, consumes the same two workloads from its
+// slot's backlog, and inserts at a fixed rate into public.bench_latency while the sink is polled
+// for the rows (end-to-end latency). The worker's peak RSS (VmHWM) is read per phase: a fresh
+// worker process runs each one.
 package main
 
 import (
@@ -12,30 +19,60 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sluicecdc/sluice/internal/bench"
 	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/internal/localrun"
 )
 
+type options struct {
+	rows, smallTx, chunkRows, rate int
+	sinks                          []string
+	skipSluice                     bool
+	latencyFor, maxWait            time.Duration
+	out                            string
+}
+
 func main() {
-	rows := flag.Int("rows", 2_000_000, "rows of the benchmark table")
-	smallTx := flag.Int("small-tx", 400_000, "single-row transactions of the stream workload")
-	out := flag.String("out", "docs/benchmarks.md", "where to write the report (empty: do not write)")
+	var o options
+	var sinks string
+	flag.IntVar(&o.rows, "rows", 2_000_000, "rows of the benchmark table (the bulk UPDATE changes a quarter of them)")
+	flag.IntVar(&o.smallTx, "small-tx", 0, "single-row transactions of the stream workload (0: rows/5)")
+	flag.IntVar(&o.chunkRows, "chunk-rows", 100_000, "source.snapshot_chunk_rows of the benchmark pipelines")
+	flag.IntVar(&o.rate, "rate", bench.GoalLatencyRate, "rows/s of the latency run")
+	flag.DurationVar(&o.latencyFor, "latency-for", 20*time.Second, "how long the latency run inserts")
+	flag.DurationVar(&o.maxWait, "max-wait", time.Second, "batch.max_wait of the benchmark pipelines (the flush interval)")
+	flag.StringVar(&sinks, "sinks", "iceberg,clickhouse,couchbase", "sinks to measure, comma-separated")
+	flag.BoolVar(&o.skipSluice, "skip-sluice", false, "measure only Postgres' limits")
+	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the report (empty: do not write)")
 	flag.Parse()
+	if o.smallTx <= 0 {
+		o.smallTx = o.rows / 5
+	}
+	for _, s := range strings.Split(sinks, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.sinks = append(o.sinks, s)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *rows, *smallTx, *out); err != nil {
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, rows, smallTx int, out string) error {
-	stack, err := devstack.New("", "", slog.Default())
+func run(ctx context.Context, o options) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	stack, err := devstack.New("", "", log)
 	if err != nil {
 		return err
 	}
@@ -53,48 +90,171 @@ func run(ctx context.Context, rows, smallTx int, out string) error {
 	}
 	defer conn.Close(context.Background())
 
-	report := bench.Report{Date: time.Now().UTC(), Machine: bench.Machine(), Rows: rows}
-	fmt.Fprintf(os.Stderr, "creating public.orders with %d rows\n", rows)
-	if err := bench.CreateOrders(ctx, conn, rows); err != nil {
+	report := bench.Report{Date: time.Now().UTC(), Machine: bench.Machine(), Rows: o.rows}
+	log.Info("creating public.orders", "rows", o.rows)
+	if err := bench.CreateOrders(ctx, conn, o.rows); err != nil {
 		return err
 	}
 	if _, err := conn.Exec(ctx, "CREATE PUBLICATION bench_pub FOR TABLE public.orders"); err != nil {
 		return fmt.Errorf("creating publication: %w", err)
 	}
-	res, err := bench.CopyBinaryLimit(ctx, conn, "public.orders")
+	limit1, err := bench.CopyBinaryLimit(ctx, conn, "public.orders")
 	if err != nil {
 		return err
 	}
-	report.Results = append(report.Results, res)
+	report.Results = append(report.Results, limit1)
 
-	bulk := rows / 4
-	res, err = bench.RecvLogicalLimit(ctx, conn, pg.Extra["bin"], dsn, "bulk UPDATE in one transaction", int64(bulk),
+	bulk := o.rows / 4
+	limitBulk, err := bench.RecvLogicalLimit(ctx, conn, pg.Extra["bin"], dsn, "bulk UPDATE in one transaction", int64(bulk),
 		bench.BulkUpdate(conn, bulk))
 	if err != nil {
 		return err
 	}
-	report.Results = append(report.Results, res)
-	res, err = bench.RecvLogicalLimit(ctx, conn, pg.Extra["bin"], dsn, "single-row UPDATE transactions", int64(smallTx),
-		bench.SmallTransactions(pg.Extra["bin"], dsn, smallTx, rows))
+	report.Results = append(report.Results, limitBulk)
+	limitSmall, err := bench.RecvLogicalLimit(ctx, conn, pg.Extra["bin"], dsn, "single-row UPDATE transactions", int64(o.smallTx),
+		bench.SmallTransactions(pg.Extra["bin"], dsn, o.smallTx, o.rows))
 	if err != nil {
 		return err
 	}
-	res.Note = "4 pgbench clients"
-	report.Results = append(report.Results, res)
+	limitSmall.Note = "4 pgbench clients"
+	report.Results = append(report.Results, limitSmall)
 
+	var failures []string
+	if !o.skipSluice {
+		so := bench.SinkOptions{Rows: o.rows, Bulk: bulk, SmallTx: o.smallTx, PgBin: pg.Extra["bin"], DSN: dsn,
+			ChunkRows: o.chunkRows, Rate: o.rate, LatencyFor: o.latencyFor, CopyBytes: limit1.Bytes,
+			Limit1: limit1.Name, LimitBulk: limitBulk.Name, LimitSmall: limitSmall.Name}
+		results, errs, err := measureSluice(ctx, stack, dsn, conn, o, so, log)
+		if err != nil {
+			return err
+		}
+		report.Results = append(report.Results, results...)
+		failures = errs
+	}
+	return writeReport(report, o, failures)
+}
+
+// measureSluice builds the binaries and measures each sink in turn; a sink that fails is
+// reported and the others still run.
+func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn *pgx.Conn, o options, so bench.SinkOptions,
+	log *slog.Logger) ([]bench.Result, []string, error) {
+	temporal, err := stack.Ensure(ctx, devstack.ServiceTemporal)
+	if err != nil {
+		return nil, nil, err
+	}
+	root := filepath.Dir(stack.Dir)
+	work := filepath.Join(stack.Dir, "bench")
+	if err := os.RemoveAll(work); err != nil {
+		return nil, nil, err
+	}
+	log.Info("building the worker and the starter")
+	bins, err := localrun.Build(ctx, root, filepath.Join(work, "bin"))
+	if err != nil {
+		return nil, nil, err
+	}
+	tc, err := client.DialContext(ctx, client.Options{HostPort: temporal.Addr,
+		Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", temporal.Addr, err)
+	}
+	defer tc.Close()
+	var out []bench.Result
+	var failures []string
+	for _, kind := range o.sinks {
+		dir := filepath.Join(work, kind)
+		target, err := sinkTarget(ctx, stack, kind, dir)
+		if err != nil {
+			return out, failures, err
+		}
+		p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
+			SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
+			SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait}, bins, tc)
+		if err != nil {
+			return out, failures, err
+		}
+		res, err := bench.MeasureSink(ctx, conn, p, target, so, log)
+		out = append(out, res...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, failures, err
+			}
+			log.Error("sink failed", "sink", kind, "err", err, "worker logs", dir)
+			failures = append(failures, fmt.Sprintf("%s: %v", kind, err))
+		}
+	}
+	return out, failures, nil
+}
+
+// sinkTarget starts the sink's service when it has one and describes where the run writes.
+func sinkTarget(ctx context.Context, stack *devstack.Stack, kind, dir string) (bench.SinkTarget, error) {
+	switch kind {
+	case "iceberg":
+		return bench.IcebergTarget(dir), nil
+	case "clickhouse":
+		ch, err := stack.Ensure(ctx, devstack.ServiceClickHouse)
+		if err != nil {
+			return bench.SinkTarget{}, err
+		}
+		return bench.ClickHouseTarget(ch.Addr, "sluice_bench"), nil
+	case "couchbase":
+		cb, err := stack.Ensure(ctx, devstack.ServiceCouchbase)
+		if err != nil {
+			return bench.SinkTarget{}, err
+		}
+		scope := fmt.Sprintf("bench%d", time.Now().Unix())
+		return bench.CouchbaseTarget(cb.URL, cb.Extra["username"], cb.Extra["password"], cb.Extra["bucket"], scope), nil
+	}
+	return bench.SinkTarget{}, fmt.Errorf("--sinks: unknown sink %q; use iceberg, clickhouse or couchbase", kind)
+}
+
+func writeReport(report bench.Report, o options, failures []string) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# Benchmarks\n\nMeasured %s on %s, with a %d-row, 7-column table.\n\n",
-		report.Date.Format("2006-01-02 15:04 MST"), report.Machine, rows)
-	report.WriteTable(&buf, nil)
-	fmt.Fprintln(&buf, "\nSluice's own backfill and stream figures join this table as the pipeline's parts land (issue 9).")
+	fmt.Fprintf(&buf, "# Benchmarks\n\nMeasured %s on %s, with a %d-row, 7-column table (`make bench`, flags: --rows %d --small-tx %d --chunk-rows %d --rate %d --latency-for %s --max-wait %s).\n\n",
+		report.Date.Format("2006-01-02 15:04 MST"), report.Machine, o.rows, o.rows, o.smallTx, o.chunkRows, o.rate, o.latencyFor, o.maxWait)
+	report.WriteTable(&buf)
+	if !o.skipSluice {
+		fmt.Fprintf(&buf, "\n## Goals (issue 9)\n\n")
+		bench.WriteChecks(&buf, report.Checks(o.maxWait))
+		for _, f := range failures {
+			fmt.Fprintf(&buf, "\nA sink failed during the run: %s\n", f)
+		}
+		fmt.Fprint(&buf, methodNotes)
+	}
 	os.Stdout.Write(buf.Bytes())
-	if out != "" {
-		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", out, err)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", o.out, err)
 		}
 	}
 	return nil
 }
+
+const methodNotes = `
+## How the figures are taken
+
+- **Limits** are measured first in the same run: limit 1 copies public.orders with COPY (FORMAT
+  binary) to nowhere; limit 2 runs pg_recvlogical (pgoutput) from a slot created before the
+  workload to the WAL end after it, started once the workload has committed.
+- **Pipelines.** Each sink gets its own pipeline (bench-<sink>: its own slot, publication and task
+  queue) over the same public.orders and public.bench_latency, one sink after the other, with
+  batch.max_rows 100000, batch.max_bytes 64MiB and the batch.max_wait above.
+- **Backfill** runs from sluice start until the orders table's workflow reports phase stream with
+  a committed position (status query, polled every 100 ms). MB/s counts limit 1's COPY bytes.
+- **Stream.** Like limit 2, each workload runs while the pipeline is stopped (sluice stop, worker
+  stopped), followed by a one-row marker transaction whose pre-commit WAL position is recorded.
+  A fresh worker starts, then sluice start; the figure runs until the table's committed position
+  reaches the marker (positions advance only by committed batches, in commit order). The figure
+  therefore includes the restart: the "restart" row is that fixed cost with no workload.
+- **Latency.** With the pipeline streaming, one connection inserts into public.bench_latency at
+  the asked rate (a transaction every 10 ms, ids increasing). The sink is polled every 100 ms for
+  the largest id visible (ClickHouse max(id), an Iceberg scan of new ids when the table's metadata
+  changed, Couchbase gets that gallop and bisect over the ids); a row's latency is the end of the
+  first poll that sees it minus the moment its COMMIT returned to the client.
+- **Memory** is the worker process's VmHWM: each phase runs in a fresh worker process.
+- The machine is shared (other builds and test runs use the same 2 cores); figures are noisy.
+  Couchbase is gocaves, Couchbase's in-memory mock (no real server installs here), and
+  ClickHouse is 18.16: their figures say more about these stand-ins than about the sinks.
+`
 
 // freshDatabase drops and recreates a database and returns its DSN.
 func freshDatabase(ctx context.Context, adminDSN, name string) (string, error) {
@@ -103,6 +263,7 @@ func freshDatabase(ctx context.Context, adminDSN, name string) (string, error) {
 		return "", fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
 	defer admin.Close(context.Background())
+	_, _ = admin.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL", name)
 	_, _ = admin.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1", name)
 	for _, q := range []string{"DROP DATABASE IF EXISTS " + name + " WITH (FORCE)", "CREATE DATABASE " + name} {
 		if _, err := admin.Exec(ctx, q); err != nil {

@@ -12,31 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Result is one measured figure.
-type Result struct {
-	Name    string
-	Rows    int64
-	Bytes   int64
-	Elapsed time.Duration
-	Note    string
-}
-
-// RowsPerSec is the throughput in rows per second.
-func (r Result) RowsPerSec() float64 {
-	if r.Elapsed <= 0 {
-		return 0
-	}
-	return float64(r.Rows) / r.Elapsed.Seconds()
-}
-
-// MBPerSec is the throughput in megabytes (10^6 bytes) per second, when bytes were counted.
-func (r Result) MBPerSec() float64 {
-	if r.Elapsed <= 0 {
-		return 0
-	}
-	return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds()
-}
-
 // CreateOrders creates public.orders with n rows and 7 columns, the shape of the reference table
 // in ENVIRONMENT.md, replacing any earlier one.
 func CreateOrders(ctx context.Context, conn *pgx.Conn, n int) error {

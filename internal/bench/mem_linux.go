@@ -21,3 +21,20 @@ func memTotal() string {
 	}
 	return "memory unknown"
 }
+
+// PeakRSS is the peak resident set size (VmHWM) of process pid in bytes, 0 when unknown.
+func PeakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmHWM:"), "%d", &kb); err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}

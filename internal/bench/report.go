@@ -8,6 +8,48 @@ import (
 	"time"
 )
 
+// Kinds of Sluice results, which the goals are checked against.
+const (
+	KindBackfill    = "backfill"
+	KindStreamBulk  = "stream-bulk"
+	KindStreamSmall = "stream-small"
+	KindRestart     = "restart"
+	KindLatency     = "latency"
+)
+
+// Result is one measured figure.
+type Result struct {
+	Name    string
+	Rows    int64
+	Bytes   int64
+	Elapsed time.Duration
+	Note    string
+	// Limit names the result this one is a ratio to (empty: none).
+	Limit string
+	// Sink and Kind identify Sluice's figures (empty for the limits).
+	Sink, Kind string
+	// PeakRSS is the worker's peak resident set size in bytes during the measurement (0: none).
+	PeakRSS int64
+	// Latency is set for the fixed-rate latency run.
+	Latency *LatencyResult
+}
+
+// RowsPerSec is the throughput in rows per second.
+func (r Result) RowsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Rows) / r.Elapsed.Seconds()
+}
+
+// MBPerSec is the throughput in megabytes (10^6 bytes) per second, when bytes were counted.
+func (r Result) MBPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) / 1e6 / r.Elapsed.Seconds()
+}
+
 // Report is one benchmark run: the machine, the date and every figure.
 type Report struct {
 	Date    time.Time
@@ -21,24 +63,33 @@ func Machine() string {
 	return fmt.Sprintf("%s/%s, %d cores, %s, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), memTotal(), runtime.Version())
 }
 
-// WriteTable prints the figures as a Markdown table; ratios are to the limit named by ratioTo.
-func (r Report) WriteTable(w io.Writer, ratioTo map[string]string) {
-	byName := map[string]Result{}
-	for _, res := range r.Results {
-		byName[res.Name] = res
+// Ratio is r's throughput over its limit's, 0 when it has none.
+func (r Report) Ratio(res Result) float64 {
+	for _, lim := range r.Results {
+		if lim.Name == res.Limit && lim.RowsPerSec() > 0 {
+			return res.RowsPerSec() / lim.RowsPerSec()
+		}
 	}
-	fmt.Fprintln(w, "| measurement | rows | elapsed | rows/s | MB/s | ratio to limit | note |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|")
+	return 0
+}
+
+// WriteTable prints the figures as one Markdown table.
+func (r Report) WriteTable(w io.Writer) {
+	fmt.Fprintln(w, "| measurement | rows | elapsed | rows/s | MB/s | ratio to limit | worker peak RSS | note |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, res := range r.Results {
 		ratio := ""
-		if lim, ok := byName[ratioTo[res.Name]]; ok && lim.RowsPerSec() > 0 {
-			ratio = fmt.Sprintf("%.2fx", res.RowsPerSec()/lim.RowsPerSec())
+		if x := r.Ratio(res); x > 0 {
+			ratio = fmt.Sprintf("%.2fx", x)
 		}
-		mb := ""
+		mb, rss := "", ""
 		if res.Bytes > 0 {
 			mb = fmt.Sprintf("%.1f", res.MBPerSec())
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s |\n", res.Name, res.Rows,
-			res.Elapsed.Round(time.Millisecond), res.RowsPerSec(), mb, ratio, strings.ReplaceAll(res.Note, "|", "/"))
+		if res.PeakRSS > 0 {
+			rss = fmt.Sprintf("%d MiB", res.PeakRSS>>20)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s |\n", res.Name, res.Rows,
+			res.Elapsed.Round(time.Millisecond), res.RowsPerSec(), mb, ratio, rss, strings.ReplaceAll(res.Note, "|", "/"))
 	}
 }

@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SinkOptions are the workloads one sink's measurements run, and the limits they compare to.
+type SinkOptions struct {
+	Rows, Bulk, SmallTx int
+	PgBin, DSN          string
+	ChunkRows           int
+	Rate                int
+	LatencyFor          time.Duration
+	CopyBytes           int64 // bytes of limit 1's COPY, for the backfill's MB/s
+	Limit1, LimitBulk   string
+	LimitSmall          string
+}
+
+// workerWarmup lets a fresh worker connect and poll before the pipeline starts, so its start-up
+// is not counted.
+const workerWarmup = 2 * time.Second
+
+// MeasureSink runs every Sluice measurement of one sink: the backfill of public.orders, a
+// restart with a one-row marker (the fixed cost inside the stream figures), the bulk UPDATE and
+// the single-row transactions consumed from the slot's backlog, and the latency at a fixed rate.
+// Each stream workload runs while the pipeline is stopped, as limit 2's does before
+// pg_recvlogical starts; the figure runs from `sluice start` until the table's committed position
+// passes a marker transaction committed after the workload.
+func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget, o SinkOptions, log *slog.Logger) ([]Result, error) {
+	var out []Result
+	t.Cleanup(ctx)
+	_ = p.Stop(ctx)
+	p.DropSlot(ctx, conn)
+	defer func() {
+		cctx := context.WithoutCancel(ctx)
+		_ = p.Stop(cctx)
+		_ = p.StopWorker()
+		p.DropSlot(cctx, conn)
+		t.Cleanup(cctx)
+	}()
+	if err := CreateLatencyTable(ctx, conn); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "VACUUM ANALYZE public.orders"); err != nil {
+		return nil, fmt.Errorf("vacuuming public.orders: %w", err)
+	}
+
+	log.Info("backfill", "sink", t.Kind, "rows", o.Rows)
+	if err := p.StartWorker(); err != nil {
+		return nil, err
+	}
+	time.Sleep(workerWarmup)
+	start, err := p.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	timeout := 10*time.Minute + time.Duration(o.Rows/500)*time.Second
+	if err := p.WaitStream(ctx, OrdersTable, start, timeout); err != nil {
+		return out, err
+	}
+	out = append(out, Result{Name: "sluice backfill into " + t.Kind, Rows: int64(o.Rows), Bytes: o.CopyBytes,
+		Elapsed: time.Since(start), Limit: o.Limit1, Sink: t.Kind, Kind: KindBackfill, PeakRSS: p.WorkerPeakRSS(),
+		Note: fmt.Sprintf("snapshot_chunk_rows %d; MB/s counts limit 1's COPY bytes", o.ChunkRows)})
+	if err := p.WaitStream(ctx, LatencyTable, start, time.Minute); err != nil {
+		return out, err
+	}
+
+	restart, err := measureBacklog(ctx, conn, p, "restart with a 1-row marker", 0, timeout, func(context.Context) error { return nil })
+	if err != nil {
+		return out, err
+	}
+	restart.Sink, restart.Kind, restart.Name = t.Kind, KindRestart, "sluice restart, "+t.Kind
+	restart.Note = "sluice start to a 1-row marker committed: the fixed cost inside each stream figure"
+	out = append(out, restart)
+
+	log.Info("stream: bulk UPDATE", "sink", t.Kind, "rows", o.Bulk)
+	bulk, err := measureBacklog(ctx, conn, p, "bulk", int64(o.Bulk), timeout, BulkUpdate(conn, o.Bulk))
+	if err != nil {
+		return out, err
+	}
+	bulk.Name, bulk.Limit, bulk.Sink, bulk.Kind = "sluice stream into "+t.Kind+", bulk UPDATE in one transaction", o.LimitBulk, t.Kind, KindStreamBulk
+	bulk.Note = "backlog consumed from sluice start, restart included"
+	out = append(out, bulk)
+
+	log.Info("stream: single-row transactions", "sink", t.Kind, "transactions", o.SmallTx)
+	small, err := measureBacklog(ctx, conn, p, "small", int64(o.SmallTx), timeout, SmallTransactions(o.PgBin, o.DSN, o.SmallTx, o.Rows))
+	if err != nil {
+		return out, err
+	}
+	small.Name, small.Limit, small.Sink, small.Kind = "sluice stream into "+t.Kind+", single-row UPDATE transactions", o.LimitSmall, t.Kind, KindStreamSmall
+	small.Note = "backlog consumed from sluice start, restart included"
+	out = append(out, small)
+
+	log.Info("latency", "sink", t.Kind, "rate", o.Rate, "for", o.LatencyFor)
+	probe, err := t.OpenProbe(ctx, p.Config)
+	if err != nil {
+		return out, err
+	}
+	defer probe.Close()
+	poll := 100 * time.Millisecond
+	lat, err := MeasureLatency(ctx, conn, probe, o.Rate, o.LatencyFor, poll, 60*time.Second)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, Result{Name: "sluice latency into " + t.Kind, Rows: lat.Rows, Elapsed: lat.Elapsed, Sink: t.Kind,
+		Kind: KindLatency, Latency: &lat,
+		Note: fmt.Sprintf("p50 %s, p99 %s, max %s; asked %d rows/s; %d of %d rows seen; sink polled every %s",
+			lat.P50.Round(time.Millisecond), lat.P99.Round(time.Millisecond), lat.Max.Round(time.Millisecond),
+			lat.Requested, lat.Seen, lat.Rows, poll)})
+	return out, nil
+}
+
+// measureBacklog stops the pipeline and its worker, runs workload and a marker, starts a fresh
+// worker and the pipeline, and measures from `sluice start` until orders commits the marker.
+func measureBacklog(ctx context.Context, conn *pgx.Conn, p *Pipeline, name string, rows int64, timeout time.Duration,
+	workload func(context.Context) error) (Result, error) {
+	if err := p.Stop(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := p.StopWorker(); err != nil {
+		return Result{}, err
+	}
+	if err := workload(ctx); err != nil {
+		return Result{}, fmt.Errorf("running workload %s: %w", name, err)
+	}
+	lsn, err := Marker(ctx, conn)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := p.StartWorker(); err != nil {
+		return Result{}, err
+	}
+	time.Sleep(workerWarmup)
+	start, err := p.Start(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := p.WaitPosition(ctx, OrdersTable, start, lsn, timeout); err != nil {
+		return Result{}, err
+	}
+	return Result{Rows: rows + 1, Elapsed: time.Since(start), PeakRSS: p.WorkerPeakRSS()}, nil
+}
