@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -13,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/source"
@@ -159,8 +162,29 @@ func pauseCmd(a *app) *cobra.Command {
 func resumeCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resume", "Resume a paused table, or restart a failed one from its committed position (fix the cause first)", false,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+			// A failed table restarts as a new run, and a new run needs the table's schema (the
+			// SourceWorkflow passes it to the runs it starts): read the current one.
+			schema, err := discoverSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			if err != nil {
+				return err
+			}
+			tc.Spec.Schema = schema
 			return t.Resume(cmd.Context(), tc)
 		})
+}
+
+// discoverSchema reads the table's current schema from the source.
+func discoverSchema(ctx context.Context, dsn string, tc activities.TableConfig) (batch.Schema, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return batch.Schema{}, fmt.Errorf("connecting to the source to read the schema of table %s (source.dsn): %w", tc.Table(), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	schema, err := source.DiscoverSchema(ctx, conn, tc.Table(), tc.Key)
+	if err != nil {
+		return batch.Schema{}, fmt.Errorf("reading the schema of table %s: %w", tc.Table(), err)
+	}
+	return schema, nil
 }
 
 func resyncCmd(a *app) *cobra.Command {

@@ -1,0 +1,107 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/jackc/pgx/v5"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/pipeline"
+	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/iceberg"
+	"github.com/sluicecdc/sluice/workflows"
+)
+
+// icebergSink opens the pipeline's Iceberg sink as an operator's tool would (the same catalog
+// and warehouse the workers use); it is closed at cleanup.
+func (p *icebergPipeline) icebergSink() *iceberg.Sink {
+	p.t.Helper()
+	s, err := pipeline.Open(context.Background(), p.cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Cleanup(func() { _ = s.Close(context.Background()) })
+	sink, ok := s.(*iceberg.Sink)
+	if !ok {
+		p.t.Fatalf("sink %s is not iceberg", p.cfg.Sink.Type)
+	}
+	return sink
+}
+
+// sinkPosition reads the committed position the sink holds for target.
+func (p *icebergPipeline) sinkPosition(ctx context.Context, sink *iceberg.Sink, target string) (batch.SourcePosition, bool) {
+	p.t.Helper()
+	pos, ok, err := sink.Position(ctx, sinks.TableSpec{Target: target})
+	if err != nil {
+		p.t.Fatalf("reading the committed position of %s: %v", target, err)
+	}
+	return pos, ok
+}
+
+// icebergTable loads target from the sink's catalog.
+func (p *icebergPipeline) icebergTable(ctx context.Context, sink *iceberg.Sink, target string) *table.Table {
+	p.t.Helper()
+	ns, name, _ := strings.Cut(target, ".")
+	tbl, err := sink.Catalog().LoadTable(ctx, table.Identifier{ns, name})
+	if err != nil {
+		p.t.Fatalf("loading iceberg table %s: %v", target, err)
+	}
+	return tbl
+}
+
+// waitTableFailed waits until the latest run of table's workflow is closed as failed and
+// returns its failure.
+func (p *icebergPipeline) waitTableFailed(tn batch.TableName) *temporal.ApplicationError {
+	p.t.Helper()
+	id := workflows.TableWorkflowID(p.name, tn)
+	var appErr *temporal.ApplicationError
+	err := localrun.WaitFor(context.Background(), "workflow "+id+" to fail", 2*time.Minute, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil {
+				return false, "", err
+			}
+			st := desc.GetWorkflowExecutionInfo().GetStatus()
+			if st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+				return false, st.String(), nil
+			}
+			werr := p.temporal.GetWorkflow(ctx, id, "").Get(ctx, nil)
+			if !errors.As(werr, &appErr) {
+				return false, "", fmt.Errorf("failed run of %s ended with %v, not an application error", id, werr)
+			}
+			return true, "", nil
+		})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return appErr
+}
+
+// currentLSN returns the source's current WAL position.
+func (p *icebergPipeline) currentLSN(ctx context.Context) uint64 {
+	p.t.Helper()
+	var lsn uint64
+	if err := p.queryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`, &lsn); err != nil {
+		p.t.Fatal(err)
+	}
+	return lsn
+}
+
+// queryRow runs one query on the source and scans its row into dst.
+func (p *icebergPipeline) queryRow(ctx context.Context, sql string, dst ...any) error {
+	conn, err := pgx.Connect(ctx, p.dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(ctx, sql).Scan(dst...)
+}

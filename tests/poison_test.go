@@ -1,0 +1,135 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/localrun"
+)
+
+var (
+	tableA = batch.TableName{Schema: "public", Name: "a"}
+	tableB = batch.TableName{Schema: "public", Name: "b"}
+)
+
+// twoTablesDDL creates public.a and public.b with the same shape and seeds n rows in each.
+func twoTablesDDL(n int) []string {
+	var out []string
+	for _, t := range []string{"a", "b"} {
+		out = append(out,
+			fmt.Sprintf(`CREATE TABLE public.%s (id bigint PRIMARY KEY, name text NOT NULL, qty int)`, t),
+			fmt.Sprintf(`INSERT INTO public.%s SELECT g, '%s-' || g, g %% 97 FROM generate_series(1, %d) g`, t, t, n))
+	}
+	return out
+}
+
+var twoTableColumns = []string{"name", "qty"}
+
+// TestPoisonBatchStopsOneTableAndResumeConverges proves the poison-batch paragraph of the
+// guarantees end to end on Iceberg, with two tables in one pipeline:
+//
+//   - The cause: public.a's qty column is retyped in Postgres from int to text. The Iceberg
+//     table raw.a has qty as int, and Iceberg cannot promote int to string, so the sink's type
+//     check rejects the first batch that carries the text column: a poison batch.
+//   - The table's workflow fails with the non-retryable PoisonBatch error, `sluice status` shows
+//     it FAILED with the cause, its committed position stays before the batch (below the WAL
+//     position taken before the poisoned writes), and the sink still holds its old rows.
+//   - public.b, written in the same transactions, keeps streaming and converges.
+//   - The fix: an int column cannot be altered to string in Iceberg, so the honest fix is the one
+//     the error names: drop the Iceberg table (an operator does it in the catalog) and
+//     `sluice resume --table public.a`. The new run creates the table with the new type, finds
+//     no committed position, backfills from a new snapshot and streams again; raw.a then equals
+//     the source key by key, including writes made after the fix.
+func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
+	p := newIcebergPipeline(t, "", []string{"public.a:raw.a", "public.b:raw.b"}, twoTablesDDL(2000)...)
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(tableA)
+	p.waitStream(tableB)
+	p.waitEqual("public.a", "raw.a", "id", twoTableColumns)
+
+	ctx := context.Background()
+	sink := p.icebergSink()
+	before := p.currentLSN(ctx)
+	p.exec(`ALTER TABLE public.a ALTER COLUMN qty TYPE text USING qty::text`)
+	for i := 0; i < 3; i++ {
+		p.exec(fmt.Sprintf(`BEGIN;
+			INSERT INTO public.a VALUES (%[1]d, 'poisoned-%[1]d', 'not-an-int-%[1]d');
+			UPDATE public.a SET qty = 'x' || id WHERE id %% 100 = %[2]d;
+			INSERT INTO public.b VALUES (%[1]d, 'fine-%[1]d', %[1]d);
+			UPDATE public.b SET qty = qty + 1000 WHERE id %% 100 = %[2]d;
+			COMMIT`, 10000+i, i))
+	}
+
+	appErr := p.waitTableFailed(tableA)
+	if appErr.Type() != activities.ErrTypePoisonBatch {
+		t.Fatalf("table a failed with %s (%v), want %s", appErr.Type(), appErr, activities.ErrTypePoisonBatch)
+	}
+	t.Logf("table a failed: %s: %s", appErr.Type(), appErr.Error())
+	for _, want := range []string{"public.a", "qty"} {
+		if !strings.Contains(appErr.Error(), want) {
+			t.Errorf("the PoisonBatch error does not name %q: %v", want, appErr)
+		}
+	}
+	status := p.sluice("status")
+	t.Logf("sluice status:\n%s", status)
+	lineA := statusLine(status, "public.a")
+	if l := strings.ToLower(lineA); !strings.Contains(l, "failed") || !strings.Contains(l, "poison batch") {
+		t.Errorf("sluice status does not show public.a FAILED with the poison error: %q", lineA)
+	}
+	if lineB := statusLine(status, "public.b"); !strings.Contains(strings.ToLower(lineB), "running") {
+		t.Errorf("sluice status does not show public.b RUNNING: %q", lineB)
+	}
+
+	// The position stays before the poisoned batch, and stays there.
+	posA, ok := p.sinkPosition(ctx, sink, "raw.a")
+	if !ok || posA.Position.LSN >= before {
+		t.Fatalf("raw.a's committed position is %s (ok %v); want one before the poisoned writes (WAL was at %X)", posA, ok, before)
+	}
+
+	// The other table goes on: more writes to b only, and it converges.
+	p.exec(`INSERT INTO public.b SELECT g, 'later-' || g, g FROM generate_series(20001, 20500) g`,
+		`DELETE FROM public.b WHERE id BETWEEN 1 AND 50`)
+	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
+	if again, _ := p.sinkPosition(ctx, sink, "raw.a"); again != posA {
+		t.Fatalf("raw.a's position moved from %s to %s while its table was failed", posA, again)
+	}
+	old, err := localrun.ScanIceberg(ctx, p.cfg, "raw.a", "id", []string{"id", "qty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found := old.Rows["10000"]; found || len(old.Rows) != 2000 {
+		t.Fatalf("raw.a holds %d rows (poisoned key present: %v); want the 2000 rows from before the poison", len(old.Rows), found)
+	}
+
+	// The fix: the target cannot take the new type in place; drop it and resume the table.
+	if err := sink.Catalog().DropTable(ctx, table.Identifier{"raw", "a"}); err != nil {
+		t.Fatalf("dropping iceberg table raw.a: %v", err)
+	}
+	resumed := time.Now().Add(-time.Second)
+	t.Logf("sluice resume: %s", p.sluice("resume", "--table", "public.a"))
+	p.started = resumed
+	p.waitStream(tableA)
+	p.exec(`INSERT INTO public.a VALUES (30000, 'after-fix', 'text-now')`,
+		`UPDATE public.a SET qty = 'updated' WHERE id = 5`,
+		`DELETE FROM public.a WHERE id = 6`)
+	p.waitEqual("public.a", "raw.a", "id", twoTableColumns)
+	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
+}
+
+// statusLine returns the line of `sluice status` output about table.
+func statusLine(status, table string) string {
+	for _, l := range strings.Split(status, "\n") {
+		if strings.HasPrefix(l, table+" ") {
+			return l
+		}
+	}
+	return ""
+}
