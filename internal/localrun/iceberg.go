@@ -57,6 +57,20 @@ func ScanIceberg(ctx context.Context, cfg *config.Config, target, key string, co
 	return out, nil
 }
 
+// IcebergFiles counts the live files of an Iceberg target of cfg's sink.
+func IcebergFiles(ctx context.Context, cfg *config.Config, target string) (iceberg.FileStats, error) {
+	s, err := pipeline.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return iceberg.FileStats{}, err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	sink, ok := s.(*iceberg.Sink)
+	if !ok {
+		return iceberg.FileStats{}, fmt.Errorf("sink %s is not iceberg", cfg.Sink.Type)
+	}
+	return sink.Files(ctx, target)
+}
+
 func addRows(t *Table, rec arrow.RecordBatch, key string) error {
 	idx := map[string]int{}
 	for i, f := range rec.Schema().Fields() {
