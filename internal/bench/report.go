@@ -32,6 +32,16 @@ type Result struct {
 	PeakRSS int64
 	// Latency is set for the fixed-rate latency run.
 	Latency *LatencyResult
+	// Overhead is the fixed cost inside Elapsed (the pipeline's restart), shown separately.
+	Overhead time.Duration
+}
+
+// NetRowsPerSec is the throughput without Overhead, 0 when there is none.
+func (r Result) NetRowsPerSec() float64 {
+	if r.Overhead <= 0 || r.Elapsed <= r.Overhead {
+		return 0
+	}
+	return float64(r.Rows) / (r.Elapsed - r.Overhead).Seconds()
 }
 
 // RowsPerSec is the throughput in rows per second.
@@ -73,6 +83,16 @@ func (r Report) Ratio(res Result) float64 {
 	return 0
 }
 
+// NetRatio is r's throughput without its overhead over its limit's, 0 when either is unknown.
+func (r Report) NetRatio(res Result) float64 {
+	for _, lim := range r.Results {
+		if lim.Name == res.Limit && lim.RowsPerSec() > 0 {
+			return res.NetRowsPerSec() / lim.RowsPerSec()
+		}
+	}
+	return 0
+}
+
 // WriteTable prints the figures as one Markdown table.
 func (r Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "| measurement | rows | elapsed | rows/s | MB/s | ratio to limit | worker peak RSS | note |")
@@ -85,6 +105,9 @@ func (r Report) WriteTable(w io.Writer) {
 		mb, rss := "", ""
 		if res.Bytes > 0 {
 			mb = fmt.Sprintf("%.1f", res.MBPerSec())
+		}
+		if x := r.NetRatio(res); x > 0 {
+			ratio += fmt.Sprintf(" (%.2fx net)", x)
 		}
 		if res.PeakRSS > 0 {
 			rss = fmt.Sprintf("%d MiB", res.PeakRSS>>20)

@@ -84,7 +84,7 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 		return out, err
 	}
 	bulk.Name, bulk.Limit, bulk.Sink, bulk.Kind = "sluice stream into "+t.Kind+", bulk UPDATE in one transaction", o.LimitBulk, t.Kind, KindStreamBulk
-	bulk.Note = "backlog consumed from sluice start, restart included"
+	bulk.Overhead, bulk.Note = restart.Elapsed, "backlog consumed from sluice start, restart included; net: without the restart row's time"
 	out = append(out, bulk)
 
 	log.Info("stream: single-row transactions", "sink", t.Kind, "transactions", o.SmallTx)
@@ -93,7 +93,7 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 		return out, err
 	}
 	small.Name, small.Limit, small.Sink, small.Kind = "sluice stream into "+t.Kind+", single-row UPDATE transactions", o.LimitSmall, t.Kind, KindStreamSmall
-	small.Note = "backlog consumed from sluice start, restart included"
+	small.Overhead, small.Note = restart.Elapsed, "backlog consumed from sluice start, restart included; net: without the restart row's time"
 	out = append(out, small)
 
 	log.Info("latency", "sink", t.Kind, "rate", o.Rate, "for", o.LatencyFor)
