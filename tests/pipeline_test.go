@@ -39,7 +39,7 @@ func itemsSeed(from, to int) string {
 
 // liveItemChanges are inserts, updates, deletes, a key change and a delete-then-reinsert.
 var liveItemChanges = []string{
-	itemsSeed(50001, 50500),
+	itemsSeed(200001, 200500),
 	`UPDATE public.items SET qty = qty + 1000, tags = tags || '{live}' WHERE id % 50 = 0`,
 	`DELETE FROM public.items WHERE id BETWEEN 100 AND 299`,
 	`UPDATE public.items SET id = 900000, name = 'moved' WHERE id = 7`,
@@ -50,9 +50,10 @@ var liveItemChanges = []string{
 
 // TestStarterAndTemporalCLIReplicateIdentically starts one pipeline with `sluice start` and
 // another on the same source table with `temporal workflow start` and the JSON input the README
-// documents; after a backfill and live changes both Iceberg tables equal the source key by key.
+// documents; after a 100,000-row backfill and live inserts, updates, deletes and key changes both
+// Iceberg tables equal the source key by key, and the deletes were written as equality deletes.
 func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
-	a := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 50000))
+	a := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100000))
 	b := newIcebergPipeline(t, a.dsn, []string{"public.items:lake.items"})
 	a.worker("worker-a")
 	b.worker("worker-b")
@@ -80,9 +81,18 @@ func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
 	if diff := localrun.Diff(ra, rb, 5); len(diff) > 0 {
 		t.Fatalf("the two pipelines differ: %v", diff)
 	}
-	// 50,500 inserted, 200 deleted by range, one deleted in the last transaction.
-	if want := 50500 - 200 - 1; len(ra.Rows) != want {
+	// 100,000 seeded, 500 inserted live, 200 deleted by range, one deleted in the last transaction.
+	if want := 100000 + 500 - 200 - 1; len(ra.Rows) != want {
 		t.Fatalf("sink holds %d rows, want %d", len(ra.Rows), want)
+	}
+	// The deletes and updates reached Iceberg as equality deletes (merge-on-read).
+	files, err := localrun.IcebergFiles(context.Background(), a.cfg, "raw.items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("raw.items files: %+v", files)
+	if files.EqualityDeleteFiles == 0 {
+		t.Fatalf("no equality delete files in raw.items after live deletes and updates: %+v", files)
 	}
 
 	status := a.sluice("status")

@@ -89,7 +89,7 @@ func TestPipelineIntoCouchbase(t *testing.T) {
 	for id := 1; id <= 20000; id++ {
 		universe = append(universe, strconv.Itoa(id))
 	}
-	for id := 50001; id <= 50500; id++ {
+	for id := 200001; id <= 200500; id++ {
 		universe = append(universe, strconv.Itoa(id))
 	}
 	universe = append(universe, "900000")
