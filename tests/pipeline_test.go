@@ -97,9 +97,25 @@ func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
 
 	status := a.sluice("status")
 	t.Logf("sluice status:\n%s", status)
-	for _, want := range []string{"public.items", "stream", "Running"} {
-		if !contains(status, want) {
+	st, err := localrun.TableStatus(context.Background(), a.temporal, a.name, itemsTable, a.started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"public.items", "stream", "Running", st.Position.Position.String()} {
+		if !strings.Contains(status, want) {
 			t.Errorf("sluice status does not show %q:\n%s", want, status)
+		}
+	}
+	// What the Web UI lists and filters on: the table's search attributes.
+	desc, err := a.temporal.DescribeWorkflowExecution(context.Background(), workflows.TableWorkflowID(a.name, itemsTable), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	for key, want := range map[string]string{"SluicePipeline": a.name, "SluiceTable": "public.items", "SluicePhase": "stream"} {
+		var got string
+		if p, ok := attrs[key]; !ok || json.Unmarshal(p.GetData(), &got) != nil || got != want {
+			t.Errorf("search attribute %s = %q, want %q", key, got, want)
 		}
 	}
 }
@@ -140,5 +156,3 @@ func TestWorkerKilledMidCommitLosesNothing(t *testing.T) {
 	}
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
