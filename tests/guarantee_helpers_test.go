@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,4 +105,45 @@ func (p *icebergPipeline) queryRow(ctx context.Context, sql string, dst ...any) 
 	}
 	defer conn.Close(context.Background())
 	return conn.QueryRow(ctx, sql).Scan(dst...)
+}
+
+// readerPID returns the process id of the worker that runs the pipeline's ReadStream activity
+// (from the pending activity's last worker identity, pid@host@), waiting until one runs.
+func (p *icebergPipeline) readerPID() int {
+	p.t.Helper()
+	id := workflows.SourceWorkflowID(p.name)
+	var pid int
+	err := localrun.WaitFor(context.Background(), "the reader to run", time.Minute, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil {
+				return false, "", err
+			}
+			for _, a := range desc.GetPendingActivities() {
+				if a.GetActivityType().GetName() != "ReadStream" || a.GetLastWorkerIdentity() == "" {
+					continue
+				}
+				n, _, _ := strings.Cut(a.GetLastWorkerIdentity(), "@")
+				pid, err = strconv.Atoi(n)
+				return err == nil && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED, a.GetState().String(), err
+			}
+			return false, "no ReadStream activity pending", nil
+		})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return pid
+}
+
+// notReader returns the worker of ws that does not run the reader.
+func (p *icebergPipeline) notReader(ws ...*localrun.Worker) *localrun.Worker {
+	p.t.Helper()
+	reader := p.readerPID()
+	for _, w := range ws {
+		if w.PID() != reader {
+			return w
+		}
+	}
+	p.t.Fatalf("every worker runs the reader (pid %d)?", reader)
+	return nil
 }
