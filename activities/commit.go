@@ -24,7 +24,7 @@ type Commit struct {
 	Staging *staging.Store
 	// Mem allocates the decoded batches; nil means memory.DefaultAllocator.
 	Mem memory.Allocator
-	// HeartbeatEvery is how often a running commit heartbeats; 0 means 10 seconds. The workflow's
+	// HeartbeatEvery is how often a running commit heartbeats; 0 means 5 seconds. The workflow's
 	// heartbeat timeout must be a few times longer.
 	HeartbeatEvery time.Duration
 }
@@ -227,7 +227,7 @@ func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput,
 func (a *Commit) heartbeat(ctx context.Context, detail string) (stop func()) {
 	every := a.HeartbeatEvery
 	if every <= 0 {
-		every = 10 * time.Second
+		every = 5 * time.Second
 	}
 	activity.RecordHeartbeat(ctx, detail)
 	done := make(chan struct{})

@@ -73,24 +73,6 @@ func TestClickHouseOutageMidStream(t *testing.T) {
 	}
 	defer conn.Close()
 	p.waitEqualTo("public.items", "id", e2eColumns, func(ctx context.Context) (localrun.Table, error) {
-		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
-		rows, err := conn.Query(ctx, "SELECT toString(id), name, ifNull(toString(qty), 'NULL') FROM "+db+".items FINAL WHERE _is_deleted = 0")
-		if err != nil {
-			return out, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, qty string
-			var name *string
-			if err := rows.Scan(&id, &name, &qty); err != nil {
-				return out, err
-			}
-			n := "NULL"
-			if name != nil {
-				n = *name
-			}
-			out.Rows[id] = []string{n, qty}
-		}
-		return out, rows.Err()
+		return readClickHouse(ctx, conn, db+".items")
 	})
 }

@@ -124,6 +124,19 @@ func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
 // of writes and SIGKILLs one of them repeatedly; the Iceberg table still equals the source.
 func TestWorkerKilledMidCommitLosesNothing(t *testing.T) {
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 20000))
+	writeWhileKillingWorkers(t, p)
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+}
+
+// killWrites are the writes of writeWhileKillingWorkers: ids they insert lie in
+// [killInsertFrom, killInsertTo].
+const killInsertFrom, killInsertTo = 100000, 103999
+
+// writeWhileKillingWorkers starts two workers and the pipeline, waits for the backfill, then
+// writes inserts, updates and deletes for a few seconds while SIGKILLing one worker three times
+// (restarting it each time), and returns when the writes are done.
+func writeWhileKillingWorkers(t *testing.T, p *icebergPipeline) {
+	t.Helper()
 	p.worker("worker-1")
 	victim := p.worker("worker-2")
 	p.sluice("start")
@@ -136,7 +149,7 @@ func TestWorkerKilledMidCommitLosesNothing(t *testing.T) {
 		var err error
 		for i := 0; i < 40 && err == nil && ctx.Err() == nil; i++ {
 			err = execSQL(ctx, p.dsn,
-				itemsSeed(100000+i*100, 100000+i*100+99),
+				itemsSeed(killInsertFrom+i*100, killInsertFrom+i*100+99),
 				fmt.Sprintf(`UPDATE public.items SET qty = qty + 1 WHERE id %% 40 = %d`, i),
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, 1000+i*50, 1000+i*50+9))
 			time.Sleep(100 * time.Millisecond)
@@ -154,5 +167,4 @@ func TestWorkerKilledMidCommitLosesNothing(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	p.waitEqual("public.items", "raw.items", "id", itemColumns)
 }

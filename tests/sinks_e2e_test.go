@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -18,82 +19,70 @@ import (
 // e2eColumns are compared in every sink: text and a nullable integer.
 var e2eColumns = []string{"name", "qty"}
 
-// runLivePipeline backfills 20,000 rows, applies the live changes and waits until read shows
-// the source.
-func runLivePipeline(t *testing.T, p *icebergPipeline, read func(ctx context.Context) (localrun.Table, error)) {
-	t.Helper()
-	p.worker("worker")
-	p.sluice("start")
-	p.waitStream(itemsTable)
-	p.exec(liveItemChanges...)
-	p.waitEqualTo("public.items", "id", e2eColumns, read)
-}
+// sinkReader reads a target back as a user of the sink would see it.
+type sinkReader func(ctx context.Context) (localrun.Table, error)
 
-// TestPipelineIntoClickHouse runs the pipeline into ClickHouse: backfill then stream, compared
-// with SELECT ... FINAL and the tombstone filter.
-func TestPipelineIntoClickHouse(t *testing.T) {
+// clickhousePipeline is a pipeline into a fresh database of the shared ClickHouse, and its
+// reader: SELECT ... FINAL with the tombstone filter.
+func clickhousePipeline(t *testing.T, setupSQL ...string) (*icebergPipeline, sinkReader) {
+	t.Helper()
 	addr := testenv.ClickHouse(t)
 	db := testenv.RandomName("sluice_e2e_")
 	p := newPipeline(t, "", fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db),
-		[]string{"public.items:items"}, itemsDDL, itemsSeed(1, 20000))
+		[]string{"public.items:items"}, setupSQL...)
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
-	runLivePipeline(t, p, func(ctx context.Context) (localrun.Table, error) {
-		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
-		rows, err := conn.Query(ctx, "SELECT toString(id), name, ifNull(toString(qty), 'NULL') FROM "+db+".items FINAL WHERE _is_deleted = 0")
-		if err != nil {
-			return out, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, qty string
-			var name *string
-			if err := rows.Scan(&id, &name, &qty); err != nil {
-				return out, err
-			}
-			if _, dup := out.Rows[id]; dup {
-				return out, fmt.Errorf("id %s visible twice", id)
-			}
-			n := "NULL"
-			if name != nil {
-				n = *name
-			}
-			out.Rows[id] = []string{n, qty}
-		}
-		return out, rows.Err()
-	})
+	return p, func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+".items") }
 }
 
-// TestPipelineIntoCouchbase runs the pipeline into Couchbase (gocaves): backfill then stream,
-// compared document by document over every key the source ever held.
-func TestPipelineIntoCouchbase(t *testing.T) {
+func readClickHouse(ctx context.Context, conn driver.Conn, table string) (localrun.Table, error) {
+	out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
+	rows, err := conn.Query(ctx, "SELECT toString(id), name, ifNull(toString(qty), 'NULL') FROM "+table+" FINAL WHERE _is_deleted = 0")
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, qty string
+		var name *string
+		if err := rows.Scan(&id, &name, &qty); err != nil {
+			return out, err
+		}
+		if _, dup := out.Rows[id]; dup {
+			return out, fmt.Errorf("id %s visible twice", id)
+		}
+		n := "NULL"
+		if name != nil {
+			n = *name
+		}
+		out.Rows[id] = []string{n, qty}
+	}
+	return out, rows.Err()
+}
+
+// couchbasePipeline is a pipeline into a scope of its own on gocaves, and its reader, which
+// gets the document of every key in universe (a key-value store cannot be listed without the
+// query service, so the test names every key the source ever held).
+func couchbasePipeline(t *testing.T, universe []string, setupSQL ...string) (*icebergPipeline, sinkReader) {
+	t.Helper()
 	cb := testenv.Couchbase(t)
 	scope := testenv.RandomName("e2e")
 	p := newPipeline(t, "", fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-		cb.ConnString, cb.Username, cb.Password, cb.Bucket), []string{"public.items:" + scope + ".items"}, itemsDDL, itemsSeed(1, 20000))
+		cb.ConnString, cb.Username, cb.Password, cb.Bucket), []string{"public.items:" + scope + ".items"}, setupSQL...)
 	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
 		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close(nil)
+	t.Cleanup(func() { _ = cluster.Close(nil) })
 	bucket := cluster.Bucket(cb.Bucket)
 	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Every key the source ever held: the seed, the live inserts and the moved key.
-	var universe []string
-	for id := 1; id <= 20000; id++ {
-		universe = append(universe, strconv.Itoa(id))
-	}
-	for id := 200001; id <= 200500; id++ {
-		universe = append(universe, strconv.Itoa(id))
-	}
-	universe = append(universe, "900000")
-	runLivePipeline(t, p, func(ctx context.Context) (localrun.Table, error) {
+	return p, func(ctx context.Context) (localrun.Table, error) {
 		col := bucket.Scope(scope).Collection("items")
 		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
 		for _, k := range universe {
@@ -121,5 +110,54 @@ func TestPipelineIntoCouchbase(t *testing.T) {
 			out.Rows[k] = []string{name, qty}
 		}
 		return out, nil
-	})
+	}
+}
+
+// keys lists the ids of the inclusive ranges, as text.
+func keys(ranges ...[2]int) []string {
+	var out []string
+	for _, r := range ranges {
+		for id := r[0]; id <= r[1]; id++ {
+			out = append(out, strconv.Itoa(id))
+		}
+	}
+	return out
+}
+
+// runLivePipeline backfills, applies the live changes and waits until read shows the source.
+func runLivePipeline(t *testing.T, p *icebergPipeline, read sinkReader) {
+	t.Helper()
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	p.exec(liveItemChanges...)
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
+}
+
+// TestPipelineIntoClickHouse runs the pipeline into ClickHouse: backfill then stream, compared
+// with SELECT ... FINAL and the tombstone filter.
+func TestPipelineIntoClickHouse(t *testing.T) {
+	p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 20000))
+	runLivePipeline(t, p, read)
+}
+
+// TestPipelineIntoCouchbase runs the pipeline into Couchbase (gocaves): backfill then stream,
+// compared document by document over every key the source ever held.
+func TestPipelineIntoCouchbase(t *testing.T) {
+	p, read := couchbasePipeline(t, append(keys([2]int{1, 20000}, [2]int{200001, 200500}), "900000"), itemsDDL, itemsSeed(1, 20000))
+	runLivePipeline(t, p, read)
+}
+
+// TestWorkerKilledMidCommitClickHouse is TestWorkerKilledMidCommitLosesNothing into ClickHouse.
+func TestWorkerKilledMidCommitClickHouse(t *testing.T) {
+	p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 20000))
+	writeWhileKillingWorkers(t, p)
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
+}
+
+// TestWorkerKilledMidCommitCouchbase is TestWorkerKilledMidCommitLosesNothing into Couchbase.
+func TestWorkerKilledMidCommitCouchbase(t *testing.T) {
+	p, read := couchbasePipeline(t, keys([2]int{1, 20000}, [2]int{killInsertFrom, killInsertTo}), itemsDDL, itemsSeed(1, 20000))
+	writeWhileKillingWorkers(t, p)
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
 }

@@ -82,8 +82,10 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	}
 	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: runFor + 10*time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         RetryForever(),
+		// The reader heartbeats at least every second; a lost worker's stream moves to another
+		// worker after this.
+		HeartbeatTimeout: 30 * time.Second,
+		RetryPolicy:      RetryForever(),
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,

@@ -18,7 +18,7 @@ type TableOptions struct {
 	// SnapshotChunkRows is the rows per CopyChunk of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows,omitempty"`
 	// CommitTimeout bounds one CommitBatch attempt (default 30 minutes); it heartbeats, so a lost
-	// worker is noticed after CommitHeartbeat (default 1 minute).
+	// worker is noticed after CommitHeartbeat (default 20 seconds; the commit heartbeats every 5).
 	CommitTimeout   time.Duration `json:"commit_timeout,omitempty"`
 	CommitHeartbeat time.Duration `json:"commit_heartbeat,omitempty"`
 	// MaintainEveryCommits runs the MaintainTable activity (the sink's compaction and snapshot
@@ -40,7 +40,7 @@ func (o TableOptions) withDefaults() TableOptions {
 		o.CommitTimeout = 30 * time.Minute
 	}
 	if o.CommitHeartbeat <= 0 {
-		o.CommitHeartbeat = time.Minute
+		o.CommitHeartbeat = 20 * time.Second
 	}
 	return o
 }
