@@ -35,10 +35,10 @@ import (
 
 type options struct {
 	rows, bulk, smallTx, chunkRows, rate int
-	sinks                          []string
-	skipSluice                     bool
-	latencyFor, maxWait            time.Duration
-	out                            string
+	sinks                                []string
+	skipSluice                           bool
+	latencyFor, maxWait                  time.Duration
+	out                                  string
 }
 
 func main() {
