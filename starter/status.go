@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/workflows"
@@ -82,7 +83,7 @@ func tableStatus(ctx context.Context, a *app, t config.Table) (tableRow, error) 
 	if st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		// A closed run: its result says why (a PoisonBatch names the table, range and cause).
 		if err := a.client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
-			row.Err = err.Error()
+			row.Err = closedRunError(err)
 		}
 	}
 	resp, err := a.client.QueryWorkflow(ctx, id, "", workflows.QueryStatus)
@@ -99,6 +100,20 @@ func tableStatus(ctx context.Context, a *app, t config.Table) (tableRow, error) 
 		row.Err = row.Status.LastError
 	}
 	return row, nil
+}
+
+// closedRunError names a closed run's failure by its type (PoisonBatch, SourceSetup, ...) and
+// cause, rather than by the client's generic wrapping.
+func closedRunError(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() != "" {
+		return appErr.Type() + ": " + appErr.Error()
+	}
+	var term *temporal.TerminatedError
+	if errors.As(err, &term) {
+		return "terminated (sluice stop or by hand): start or resume the table"
+	}
+	return err.Error()
 }
 
 func printRows(w io.Writer, pipeline string, rows []tableRow) {

@@ -81,7 +81,7 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 	status := p.sluice("status")
 	t.Logf("sluice status:\n%s", status)
 	lineA := statusLine(status, "public.a")
-	if l := strings.ToLower(lineA); !strings.Contains(l, "failed") || !strings.Contains(l, "poison batch") {
+	if l := strings.ToLower(lineA); !strings.Contains(l, "failed") || !(strings.Contains(l, "poison batch") || strings.Contains(l, "poisonbatch")) {
 		t.Errorf("sluice status does not show public.a FAILED with the poison error: %q", lineA)
 	}
 	if lineB := statusLine(status, "public.b"); !strings.Contains(strings.ToLower(lineB), "running") {
