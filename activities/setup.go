@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -71,4 +72,23 @@ func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) 
 		activity.RecordHeartbeat(ctx, i)
 	}
 	return nil
+}
+
+// TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by
+// hand (signal-with-start from the Temporal CLI) has no columns in its input; its run asks here.
+func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, error) {
+	cfg, err := sourceConfig(a.Sources, in.Pipeline, "", "", []TableConfig{in})
+	if err != nil {
+		return batch.Schema{}, err
+	}
+	conn, err := pgx.Connect(ctx, cfg.DSN)
+	if err != nil {
+		return batch.Schema{}, fmt.Errorf("connecting to the source of pipeline %s to read table %s: %w", in.Pipeline, in.Table(), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	schema, err := source.DiscoverSchema(ctx, conn, in.Table(), in.Key)
+	if err != nil {
+		return batch.Schema{}, sourceError("reading the schema of table "+in.Table().String(), err)
+	}
+	return schema, nil
 }

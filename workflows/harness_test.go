@@ -28,10 +28,13 @@ var testTable = activities.TableConfig{
 	Pipeline: "p1",
 	Spec: sinks.TableSpec{
 		Target: "raw.orders",
-		Schema: batch.Schema{Table: batch.TableName{Schema: "shop", Name: "orders"}},
+		Schema: batch.Schema{Table: batch.TableName{Schema: "shop", Name: "orders"}, Columns: testColumns},
 	},
 	Sink: activities.SinkRef{Name: "lake"},
 }
+
+// testColumns are the test table's columns, as SetupSource or TableSchema read them.
+var testColumns = []batch.Column{{Name: "id", TypeOID: 20, TypeName: "bigint", TypeMod: -1, NotNull: true, Key: true, Category: "N"}}
 
 // ref is a staged batch of the test table covering [lo, hi].
 func ref(lo, hi uint64) staging.BatchRef {
@@ -158,8 +161,15 @@ func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowE
 	env := s.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
 	Register(env)
-	activities.Set{Commit: &activities.Commit{}, Snapshot: &activities.Snapshot{}}.Register(env)
-	env.OnActivity(commitActs.EnsureTable, mock.Anything, mock.Anything).Return(func(context.Context, activities.TableConfig) error {
+	activities.Set{Commit: &activities.Commit{}, Snapshot: &activities.Snapshot{}, Setup: &activities.Setup{}}.Register(env)
+	env.OnActivity(setupActs.TableSchema, mock.Anything, mock.Anything).Return(func(_ context.Context, tc activities.TableConfig) (batch.Schema, error) {
+		w.call("TableSchema")
+		return batch.Schema{Table: tc.Table(), Columns: testColumns}, nil
+	})
+	env.OnActivity(commitActs.EnsureTable, mock.Anything, mock.Anything).Return(func(_ context.Context, tc activities.TableConfig) error {
+		if len(tc.Spec.Schema.Columns) == 0 {
+			return fmt.Errorf("EnsureTable of %s without columns", tc.Table())
+		}
 		w.call("EnsureTable")
 		return nil
 	})

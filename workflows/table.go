@@ -119,6 +119,12 @@ func (t *table) streamPhase() string {
 // backfills it when the sink holds no position.
 func (t *table) load(ctx workflow.Context) error {
 	actx := workflow.WithActivityOptions(ctx, shortActivity())
+	if len(t.in.Spec.Schema.Columns) == 0 {
+		// Started by hand without the columns (the SourceWorkflow passes them): read them.
+		if err := workflow.ExecuteActivity(actx, setupActs.TableSchema, t.in.TableConfig).Get(ctx, &t.in.Spec.Schema); err != nil {
+			return err
+		}
+	}
 	if err := workflow.ExecuteActivity(actx, commitActs.EnsureTable, t.in.TableConfig).Get(ctx, nil); err != nil {
 		return err
 	}

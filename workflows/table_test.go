@@ -252,3 +252,25 @@ func TestTableWorkflowPauseAndResume(t *testing.T) {
 		t.Fatalf("after resume: applied %v, status %+v", applied, after)
 	}
 }
+
+// TestTableWorkflowStartedWithoutColumnsReadsTheSchema is a table started by hand (the Temporal
+// CLI's signal-with-start gives no columns): its run reads the schema before it ensures the
+// target, then streams as usual.
+func TestTableWorkflowStartedWithoutColumnsReadsTheSchema(t *testing.T) {
+	t.Parallel()
+	w := newWorld(true, 5, ref(10, 99))
+	env := newEnv(t, w, time.Second)
+	bare := testTable
+	bare.Spec.Schema.Columns = nil
+	err := finish(t, env, TableInput{TableConfig: bare}, time.Hour)
+	if !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v, want the test's cancellation", err)
+	}
+	applied, calls, _ := w.snapshotOf()
+	if len(calls) < 2 || calls[0] != "TableSchema" || calls[1] != "EnsureTable" {
+		t.Fatalf("calls %v, want TableSchema then EnsureTable first", calls)
+	}
+	if want := []string{"10..99"}; !equalStrings(applied, want) {
+		t.Fatalf("applied %v, want %v", applied, want)
+	}
+}
