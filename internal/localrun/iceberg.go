@@ -25,15 +25,11 @@ type Table struct {
 // ScanIceberg reads the Iceberg target of cfg's sink with deletes applied: the table as a
 // user's query engine would return it.
 func ScanIceberg(ctx context.Context, cfg *config.Config, target, key string, columns []string) (Table, error) {
-	s, err := pipeline.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	sink, err := openIceberg(ctx, cfg)
 	if err != nil {
 		return Table{}, err
 	}
-	defer s.Close(context.WithoutCancel(ctx))
-	sink, ok := s.(*iceberg.Sink)
-	if !ok {
-		return Table{}, fmt.Errorf("sink %s is not iceberg", cfg.Sink.Type)
-	}
+	defer sink.Close(context.WithoutCancel(ctx))
 	ns, name, _ := strings.Cut(target, ".")
 	tbl, err := sink.Catalog().LoadTable(ctx, table.Identifier{ns, name})
 	if err != nil {
@@ -59,16 +55,26 @@ func ScanIceberg(ctx context.Context, cfg *config.Config, target, key string, co
 
 // IcebergFiles counts the live files of an Iceberg target of cfg's sink.
 func IcebergFiles(ctx context.Context, cfg *config.Config, target string) (iceberg.FileStats, error) {
-	s, err := pipeline.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	sink, err := openIceberg(ctx, cfg)
 	if err != nil {
 		return iceberg.FileStats{}, err
 	}
-	defer s.Close(context.WithoutCancel(ctx))
+	defer sink.Close(context.WithoutCancel(ctx))
+	return sink.Files(ctx, target)
+}
+
+// openIceberg opens cfg's sink, which must be Iceberg; the caller closes it.
+func openIceberg(ctx context.Context, cfg *config.Config) (*iceberg.Sink, error) {
+	s, err := pipeline.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
 	sink, ok := s.(*iceberg.Sink)
 	if !ok {
-		return iceberg.FileStats{}, fmt.Errorf("sink %s is not iceberg", cfg.Sink.Type)
+		_ = s.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("sink %s is not iceberg", cfg.Sink.Type)
 	}
-	return sink.Files(ctx, target)
+	return sink, nil
 }
 
 func addRows(t *Table, rec arrow.RecordBatch, key string) error {
