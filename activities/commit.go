@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -91,6 +92,9 @@ type CommitBatchResult struct {
 	Rows     int64                `json:"rows"`    // rows applied
 	Dropped  int64                `json:"dropped"` // rows at or below the committed position, not re-applied
 	Skipped  bool                 `json:"skipped"` // the sink already held the whole batch
+	// Schema is set when the batch was read with other columns than the table's spec (ADD
+	// COLUMN upstream): the target was evolved, and the workflow adopts it for later batches.
+	Schema *batch.Schema `json:"schema,omitempty"`
 }
 
 // CommitBatch commits one staged batch to the table's sink, idempotently by watermark: it reads
@@ -124,7 +128,7 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 		return CommitBatchResult{Position: pos, Skipped: true, Dropped: ref.Rows}, nil
 	}
 
-	rec, dropped, err := a.load(ctx, sink, in, pos, ok)
+	rec, header, dropped, err := a.load(ctx, sink, in, pos, ok)
 	if errors.Is(err, errCommittedMeanwhile) {
 		return CommitBatchResult{Position: ref.Hi, Skipped: true, Dropped: ref.Rows}, nil
 	}
@@ -140,7 +144,11 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 		}
 		return CommitBatchResult{Position: pos, Dropped: dropped}, nil
 	}
-	err = sink.Apply(ctx, sinks.Batch{Spec: in.Table.Spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi})
+	spec, evolved, err := a.evolve(ctx, sink, in, header, pos, ok)
+	if err != nil {
+		return CommitBatchResult{}, err
+	}
+	err = sink.Apply(ctx, sinks.Batch{Spec: spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi})
 	if sinks.IsPoison(err) {
 		return CommitBatchResult{}, poisonBatch(ref, pos, ok, err)
 	}
@@ -153,7 +161,30 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	}
 	activity.GetLogger(ctx).Info("committed batch", "table", ref.Table.String(), "lo", ref.Lo.Position.String(),
 		"hi", ref.Hi.Position.String(), "rows", rec.NumRows(), "dropped", dropped)
-	return CommitBatchResult{Position: ref.Hi, Rows: rec.NumRows(), Dropped: dropped}, nil
+	res := CommitBatchResult{Position: ref.Hi, Rows: rec.NumRows(), Dropped: dropped}
+	if evolved {
+		res.Schema = &spec.Schema
+	}
+	return res, nil
+}
+
+// evolve returns the spec to apply the batch with: the table's, or, when the batch was read with
+// other columns (the source table changed), the table's with the batch's columns, after
+// EnsureTable evolved the target for them. A change the sink cannot make is poison.
+func (a *Commit) evolve(ctx context.Context, sink sinks.Sink, in CommitBatchInput, h batch.FileHeader, pos batch.SourcePosition, ok bool) (sinks.TableSpec, bool, error) {
+	spec := in.Table.Spec
+	if len(h.Columns) == 0 || reflect.DeepEqual(h.Columns, spec.Schema.Columns) {
+		return spec, false, nil
+	}
+	spec.Schema.Columns = h.Columns
+	if err := sink.EnsureTable(ctx, spec); err != nil {
+		if sinks.IsPoison(err) {
+			return spec, false, poisonBatch(in.Ref, pos, ok, fmt.Errorf("the source table's columns changed and the target cannot follow: %w", err))
+		}
+		return spec, false, fmt.Errorf("evolving target %s of table %s: %w", spec.Target, in.Ref.Table, err)
+	}
+	activity.GetLogger(ctx).Info("evolved target for changed source columns", "table", in.Ref.Table.String(), "target", spec.Target)
+	return spec, true, nil
 }
 
 // covered reads the sink's position and reports whether it covers the whole batch.
@@ -177,48 +208,49 @@ var errCommittedMeanwhile = errors.New("batch committed by a concurrent attempt"
 
 // load reads the staged file and drops the rows the sink holds already. It returns
 // errCommittedMeanwhile when the file is gone because a concurrent attempt committed it.
-func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput, pos batch.SourcePosition, ok bool) (arrow.RecordBatch, int64, error) {
+func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput, pos batch.SourcePosition, ok bool) (arrow.RecordBatch, batch.FileHeader, int64, error) {
+	var h batch.FileHeader
 	ref := in.Ref
 	data, err := a.Staging.ReadAll(ctx, ref)
 	if errors.Is(err, staging.ErrNotFound) {
 		// An earlier attempt that outlived its heartbeat may have committed and acknowledged it.
 		_, _, covered, cerr := a.covered(ctx, sink, in)
 		if cerr != nil {
-			return nil, 0, cerr
+			return nil, h, 0, cerr
 		}
 		if covered {
-			return nil, 0, errCommittedMeanwhile
+			return nil, h, 0, errCommittedMeanwhile
 		}
-		return nil, 0, temporal.NewNonRetryableApplicationError(
+		return nil, h, 0, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("table %s: batch %s is not committed and no longer staged at %s; resync the table (signal resync) to re-snapshot it",
 				ref.Table, ref.Range(), ref.URI), ErrTypeStagedBatchMissing, err)
 	}
 	if errors.Is(err, staging.ErrForeignURI) {
-		return nil, 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStagedBatchMissing, err)
+		return nil, h, 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStagedBatchMissing, err)
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, h, 0, err
 	}
 	mem := a.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	rec, err := readBatchFile(mem, data, ref)
+	rec, h, err := readBatchFile(mem, data, ref)
 	if err != nil {
-		return nil, 0, poisonBatch(ref, pos, ok, fmt.Errorf("decoding staged file %s: %w", ref.URI, err))
+		return nil, h, 0, poisonBatch(ref, pos, ok, fmt.Errorf("decoding staged file %s: %w", ref.URI, err))
 	}
 	if !ok {
-		return rec, 0, nil
+		return rec, h, 0, nil
 	}
 	if c, _ := ref.Lo.Compare(pos); c > 0 {
-		return rec, 0, nil
+		return rec, h, 0, nil
 	}
 	trimmed, dropped, err := dropCommitted(mem, rec, pos.Position)
 	rec.Release()
 	if err != nil {
-		return nil, 0, poisonBatch(ref, pos, ok, fmt.Errorf("reading row positions of staged file %s: %w", ref.URI, err))
+		return nil, h, 0, poisonBatch(ref, pos, ok, fmt.Errorf("reading row positions of staged file %s: %w", ref.URI, err))
 	}
-	return trimmed, dropped, nil
+	return trimmed, h, dropped, nil
 }
 
 // heartbeat records detail as a heartbeat now and every HeartbeatEvery until the returned stop

@@ -303,7 +303,7 @@ func (r *readerRun) stage(ctx context.Context, rt *readerTable, cuts []batch.Cut
 		if compression == "" {
 			compression = batch.CompressionZstd
 		}
-		err = batch.WriteFile(&buf, rec, batch.FileHeader{Table: c.Table, Lo: lo, Hi: hi, Phase: c.Phase}, compression)
+		err = batch.WriteFile(&buf, rec, batch.FileHeader{Table: c.Table, Lo: lo, Hi: hi, Phase: c.Phase, Columns: rt.cfg.Spec.Schema.Columns}, compression)
 		rec.Release()
 		if err != nil {
 			return err

@@ -14,16 +14,16 @@ import (
 
 // readBatchFile decodes a staged batch file (batch.WriteFile's format) and checks that it holds
 // the batch ref names. The caller releases the result.
-func readBatchFile(mem memory.Allocator, data []byte, ref staging.BatchRef) (arrow.RecordBatch, error) {
+func readBatchFile(mem memory.Allocator, data []byte, ref staging.BatchRef) (arrow.RecordBatch, batch.FileHeader, error) {
 	rec, h, err := batch.ReadFile(bytes.NewReader(data), mem)
 	if err != nil {
-		return nil, err
+		return nil, h, err
 	}
 	if h.Table != ref.Table || h.Lo != ref.Lo || h.Hi != ref.Hi {
 		rec.Release()
-		return nil, fmt.Errorf("the file holds batch %s[%s..%s], not the one staged under its name", h.Table, h.Lo, h.Hi)
+		return nil, h, fmt.Errorf("the file holds batch %s[%s..%s], not the one staged under its name", h.Table, h.Lo, h.Hi)
 	}
-	return rec, nil
+	return rec, h, nil
 }
 
 // concatRecords returns one record holding the rows of recs in order. The caller releases the

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ const (
 	FileKeyLo          = "sluice.lo"           // SourcePosition.String of the first change
 	FileKeyHi          = "sluice.hi"           // SourcePosition.String of the watermark
 	FileKeyPhase       = "sluice.phase"        // snapshot or stream
+	FileKeyColumns     = "sluice.columns"      // JSON of the source columns (optional)
 )
 
 // FileFormatVersion is the version of the batch file layout written by WriteFile.
@@ -30,6 +32,9 @@ type FileHeader struct {
 	Table  TableName
 	Lo, Hi SourcePosition
 	Phase  Phase
+	// Columns, when set, are the source columns the batch was read with (JSON under
+	// FileKeyColumns): a committer compares them with the target's to evolve it (ADD COLUMN).
+	Columns []Column
 }
 
 // Compression is the codec of a batch file's buffers. Arrow IPC readers detect it by
@@ -61,10 +66,16 @@ func WriteFile(w io.Writer, rec arrow.RecordBatch, h FileHeader, c Compression) 
 	default:
 		return fmt.Errorf("writing batch file of %s: compression %q is none of zstd, lz4, none", h.Table, c)
 	}
-	md := arrow.NewMetadata(
-		[]string{FileKeyFormat, FileKeyTableSchema, FileKeyTableName, FileKeyLo, FileKeyHi, FileKeyPhase},
-		[]string{FileFormatVersion, h.Table.Schema, h.Table.Name, h.Lo.String(), h.Hi.String(), string(h.Phase)},
-	)
+	keys := []string{FileKeyFormat, FileKeyTableSchema, FileKeyTableName, FileKeyLo, FileKeyHi, FileKeyPhase}
+	vals := []string{FileFormatVersion, h.Table.Schema, h.Table.Name, h.Lo.String(), h.Hi.String(), string(h.Phase)}
+	if len(h.Columns) > 0 {
+		cols, err := json.Marshal(h.Columns)
+		if err != nil {
+			return fmt.Errorf("writing batch file of %s: %w", h.Table, err)
+		}
+		keys, vals = append(keys, FileKeyColumns), append(vals, string(cols))
+	}
+	md := arrow.NewMetadata(keys, vals)
 	opts[0] = ipc.WithSchema(arrow.NewSchema(rec.Schema().Fields(), &md))
 	fw, err := ipc.NewFileWriter(w, opts...)
 	if err != nil {
@@ -146,6 +157,11 @@ func parseFileHeader(md arrow.Metadata) (FileHeader, error) {
 	}
 	if h.Hi, err = ParseSourcePosition(get(FileKeyHi)); err != nil {
 		return FileHeader{}, fmt.Errorf("%s: %w", FileKeyHi, err)
+	}
+	if cols := get(FileKeyColumns); cols != "" {
+		if err := json.Unmarshal([]byte(cols), &h.Columns); err != nil {
+			return FileHeader{}, fmt.Errorf("%s: %w", FileKeyColumns, err)
+		}
 	}
 	if err := h.validate(); err != nil {
 		return FileHeader{}, err

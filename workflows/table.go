@@ -164,6 +164,10 @@ func (t *table) commitNext(ctx workflow.Context) error {
 			break
 		}
 	}
+	if res.Schema != nil {
+		// The source table changed (ADD COLUMN) and CommitBatch evolved the target.
+		t.in.Spec.Schema = *res.Schema
+	}
 	t.position, t.hasPosition = maxPosition(t.position, res.Position), true
 	t.rows += res.Rows
 	t.batches++
