@@ -8,6 +8,8 @@ SHELL := /bin/bash
 GO ?= go
 export SLUICE_CACHE ?= $(HOME)/.cache/sluice
 TEST_TIMEOUT ?= 45m
+# The end-to-end tests mostly wait (backfills, heartbeat timeouts after a killed worker), so
+# four run at once on two cores; each has its own database, task queue and directories.
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 
 .PHONY: tools services test vet workflowcheck demo stop status bench
@@ -27,7 +29,7 @@ workflowcheck:
 
 test: tools vet workflowcheck
 	@$(GO) run ./cmd/devstack start
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./...
 
 demo: tools
 	@scripts/demo.sh

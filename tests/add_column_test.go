@@ -6,6 +6,7 @@ import "testing"
 // the new column evolve the Iceberg table (CommitBatch's EnsureTable), and the table ends equal to
 // the source over the old and the new column, rows written before the column included (NULL).
 func TestAddColumnEvolvesTheTarget(t *testing.T) {
+	t.Parallel()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 2000))
 	p.worker("worker")
 	p.sluice("start")

@@ -37,6 +37,7 @@ func multiTableTxn(i int) string {
 // The killed worker is never the one running the reader (ReadStream): this test is about the
 // commit side, and a killed reader only adds its one-minute heartbeat timeout.
 func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	p := newIcebergPipeline(t, "", []string{"public.a:raw.a", "public.b:raw.b"}, twoTablesDDL(1000)...)
 	w1, w2 := p.worker("worker-1"), p.worker("worker-2")

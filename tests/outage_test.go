@@ -20,6 +20,7 @@ import (
 // failure, as the Web UI shows them), and once the server is back the table catches up with
 // nothing lost.
 func TestClickHouseOutageMidStream(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stack, err := devstack.New(filepath.Join(t.TempDir(), "stack"), "", nil)
 	if err != nil {

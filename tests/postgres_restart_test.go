@@ -18,6 +18,7 @@ import (
 // and resumes from the slot; every change made before the shutdown and after the restart reaches
 // Iceberg, key by key.
 func TestPostgresRestartMidStream(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stack, err := devstack.New(filepath.Join(t.TempDir(), "stack"), "", nil)
 	if err != nil {
