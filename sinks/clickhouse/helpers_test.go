@@ -18,6 +18,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 )
 
 var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}
@@ -26,16 +27,8 @@ var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Sl
 // __commit_ts materialized as committed_at and __op as source_op.
 func ordersSpec(target string) sinks.TableSpec {
 	return sinks.TableSpec{
-		Target: target,
-		Schema: batch.Schema{
-			Table: batch.TableName{Schema: "shop", Name: "orders"},
-			Columns: []batch.Column{
-				{Name: "id", TypeOID: 20, TypeName: "bigint", NotNull: true, Key: true},
-				{Name: "name", TypeOID: 25, TypeName: "text"},
-				{Name: "qty", TypeOID: 23, TypeName: "integer"},
-				{Name: "price", TypeOID: 1700, TypeName: "numeric(12,2)", TypeMod: (12<<16 | 2) + 4},
-			},
-		},
+		Target:   target,
+		Schema:   sinktest.OrdersSchema(),
 		Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}, {From: "op", As: "source_op"}},
 	}
 }
@@ -47,13 +40,17 @@ type row struct {
 	Price string
 }
 
-func ins(id int64, name string, qty int) batch.Change  { return chg(batch.OpInsert, id, name, qty) }
-func upd(id int64, name string, qty int) batch.Change  { return chg(batch.OpUpdate, id, name, qty) }
-func snap(id int64, name string, qty int) batch.Change { return chg(batch.OpSnapshot, id, name, qty) }
-func del(id int64) batch.Change {
-	null := batch.Value{Null: true}
-	return batch.Change{Op: batch.OpDelete, Values: []batch.Value{txt(strconv.FormatInt(id, 10)), null, null, null}}
+// ins, upd, snap and del build changes of ordersSpec's table.
+func ins(id int64, name string, qty int) batch.Change {
+	return sinktest.OrderChange(batch.OpInsert, id, name, qty)
 }
+func upd(id int64, name string, qty int) batch.Change {
+	return sinktest.OrderChange(batch.OpUpdate, id, name, qty)
+}
+func snap(id int64, name string, qty int) batch.Change {
+	return sinktest.OrderChange(batch.OpSnapshot, id, name, qty)
+}
+func del(id int64) batch.Change { return sinktest.OrderDelete(id) }
 
 // rekey is an update that moves old's row to key id.
 func rekey(old, id int64, name string, qty int) batch.Change {
@@ -61,12 +58,6 @@ func rekey(old, id int64, name string, qty int) batch.Change {
 	null := batch.Value{Null: true}
 	c.OldKey = []batch.Value{txt(strconv.FormatInt(old, 10)), null, null, null}
 	return c
-}
-
-func chg(op batch.Op, id int64, name string, qty int) batch.Change {
-	return batch.Change{Op: op, Values: []batch.Value{
-		txt(strconv.FormatInt(id, 10)), txt(name), txt(strconv.Itoa(qty)), txt(strconv.Itoa(qty) + ".50"),
-	}}
 }
 
 func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 )
 
 var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}
@@ -25,16 +25,8 @@ var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Sl
 // __commit_ts materialized as committed_at.
 func ordersSpec(target string) sinks.TableSpec {
 	return sinks.TableSpec{
-		Target: target,
-		Schema: batch.Schema{
-			Table: batch.TableName{Schema: "shop", Name: "orders"},
-			Columns: []batch.Column{
-				{Name: "id", TypeOID: 20, TypeName: "bigint", NotNull: true, Key: true},
-				{Name: "name", TypeOID: 25, TypeName: "text"},
-				{Name: "qty", TypeOID: 23, TypeName: "integer"},
-				{Name: "price", TypeOID: 1700, TypeName: "numeric(12,2)", TypeMod: (12<<16 | 2) + 4},
-			},
-		},
+		Target:   target,
+		Schema:   sinktest.OrdersSchema(),
 		Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}},
 	}
 }
@@ -45,22 +37,17 @@ type row struct {
 	Qty  int64
 }
 
-// ins, upd and del build changes of ordersSpec's table.
-func ins(id int64, name string, qty int) batch.Change { return chg(batch.OpInsert, id, name, qty) }
-func upd(id int64, name string, qty int) batch.Change { return chg(batch.OpUpdate, id, name, qty) }
+// ins, upd, snap and del build changes of ordersSpec's table.
+func ins(id int64, name string, qty int) batch.Change {
+	return sinktest.OrderChange(batch.OpInsert, id, name, qty)
+}
+func upd(id int64, name string, qty int) batch.Change {
+	return sinktest.OrderChange(batch.OpUpdate, id, name, qty)
+}
 func snap(id int64, name string, qty int) batch.Change {
-	return chg(batch.OpSnapshot, id, name, qty)
+	return sinktest.OrderChange(batch.OpSnapshot, id, name, qty)
 }
-func del(id int64) batch.Change {
-	null := batch.Value{Null: true}
-	return batch.Change{Op: batch.OpDelete, Values: []batch.Value{txt(strconv.FormatInt(id, 10)), null, null, null}}
-}
-
-func chg(op batch.Op, id int64, name string, qty int) batch.Change {
-	return batch.Change{Op: op, Values: []batch.Value{
-		txt(strconv.FormatInt(id, 10)), txt(name), txt(strconv.Itoa(qty)), txt(strconv.Itoa(qty) + ".50"),
-	}}
-}
+func del(id int64) batch.Change { return sinktest.OrderDelete(id) }
 
 func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
