@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,15 +21,7 @@ import (
 func TestClickHouseOutageMidStream(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	stack, err := devstack.New(filepath.Join(t.TempDir(), "stack"), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack.Stop(context.Background()) })
-	ch, err := stack.Ensure(ctx, devstack.ServiceClickHouse)
-	if err != nil {
-		t.Fatalf("private clickhouse: %v", err)
-	}
+	stack, ch := privateService(t, devstack.ServiceClickHouse)
 	db := testenv.RandomName("sluice_outage_")
 	p := newPipeline(t, "", fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", ch.Addr, db),
 		[]string{"public.items:items"}, itemsDDL, itemsSeed(1, 5000))
@@ -47,7 +38,7 @@ func TestClickHouseOutageMidStream(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	id := workflows.TableWorkflowID(p.name, itemsTable)
-	err = localrun.WaitFor(ctx, "CommitBatch to show retries while ClickHouse is down", time.Minute, time.Second,
+	err := localrun.WaitFor(ctx, "CommitBatch to show retries while ClickHouse is down", time.Minute, time.Second,
 		func(ctx context.Context) (bool, string, error) {
 			desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
 			if err != nil {

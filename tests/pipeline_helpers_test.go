@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 )
@@ -252,4 +253,20 @@ func (p *icebergPipeline) waitEqualTo(source, key string, columns []string, read
 	if err != nil {
 		p.t.Fatal(err)
 	}
+}
+
+// privateService starts service in a stack of the test's own (never the shared one), so the
+// test may halt and restart it; the stack is stopped at cleanup.
+func privateService(t *testing.T, service string) (*devstack.Stack, devstack.Info) {
+	t.Helper()
+	stack, err := devstack.New(filepath.Join(t.TempDir(), "stack"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stack.Stop(context.Background()) })
+	info, err := stack.Ensure(context.Background(), service)
+	if err != nil {
+		t.Fatalf("private %s: %v", service, err)
+	}
+	return stack, info
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,15 +19,7 @@ import (
 func TestPostgresRestartMidStream(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	stack, err := devstack.New(filepath.Join(t.TempDir(), "stack"), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stack.Stop(context.Background()) })
-	pg, err := stack.Ensure(ctx, devstack.ServicePostgres)
-	if err != nil {
-		t.Fatalf("private postgres: %v", err)
-	}
+	stack, pg := privateService(t, devstack.ServicePostgres)
 	if err := execSQL(ctx, pg.URL, "CREATE DATABASE restart_src"); err != nil {
 		t.Fatal(err)
 	}
