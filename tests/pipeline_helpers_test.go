@@ -66,6 +66,26 @@ func newIcebergPipeline(t *testing.T, dsn string, tables []string, setupSQL ...s
 // two spaces; empty means the local Iceberg warehouse).
 func newPipeline(t *testing.T, dsn, sinkYAML string, tables []string, setupSQL ...string) *icebergPipeline {
 	t.Helper()
+	return newPipelineWith(t, pipelineOptions{DSN: dsn, Sink: sinkYAML, Tables: tables, SetupSQL: setupSQL})
+}
+
+// pipelineOptions configure newPipelineWith; zero fields take the defaults of newPipeline.
+type pipelineOptions struct {
+	DSN      string   // source database; empty: a fresh one
+	Sink     string   // YAML under sink:, indented by two spaces; empty: a local Iceberg warehouse
+	Tables   []string // "schema.table:target"
+	SetupSQL []string // run on the source before the config is written
+	Temporal string   // Temporal frontend host:port; empty: the shared dev server
+}
+
+// newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
+func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
+	t.Helper()
+	dsn, sinkYAML, tables, setupSQL := o.DSN, o.Sink, o.Tables, o.SetupSQL
+	temporalAddr := o.Temporal
+	if temporalAddr == "" {
+		temporalAddr = testenv.Temporal(t)
+	}
 	if dsn == "" {
 		dsn = testenv.NewDatabase(t)
 	}
@@ -95,7 +115,7 @@ batch:
 sink:
 %s
 tables:
-%s`, p.name, dsn, testenv.Temporal(t), "sluice-"+p.name, filepath.Join(p.dir, "staging"), sinkYAML, tb.String())
+%s`, p.name, dsn, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), sinkYAML, tb.String())
 	p.config = filepath.Join(p.dir, "pipeline.yaml")
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -105,7 +125,7 @@ tables:
 		t.Fatalf("test config does not load: %v", err)
 	}
 	p.cfg = cfg
-	c, err := client.Dial(client.Options{HostPort: testenv.Temporal(t)})
+	c, err := client.Dial(client.Options{HostPort: temporalAddr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +162,13 @@ func (p *icebergPipeline) exec(stmts ...string) {
 // worker starts a worker process for the pipeline, stopped at cleanup.
 func (p *icebergPipeline) worker(name string) *localrun.Worker {
 	p.t.Helper()
-	w, err := localrun.StartWorker(bins.Worker, p.config, filepath.Join(p.dir, name+".log"), p.env)
+	return p.workerEnv(name)
+}
+
+// workerEnv is worker with extra environment variables ("KEY=value") for this process only.
+func (p *icebergPipeline) workerEnv(name string, env ...string) *localrun.Worker {
+	p.t.Helper()
+	w, err := localrun.StartWorker(bins.Worker, p.config, filepath.Join(p.dir, name+".log"), append(append([]string(nil), p.env...), env...))
 	if err != nil {
 		p.t.Fatal(err)
 	}
