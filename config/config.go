@@ -36,7 +36,7 @@ type Source struct {
 type Temporal struct {
 	Address   string `json:"address"`    // host:port (default 127.0.0.1:7233)
 	Namespace string `json:"namespace"`  // default "default"
-	TaskQueue string `json:"task_queue"` // default "sluice"
+	TaskQueue string `json:"task_queue"` // default "sluice-<pipeline>"
 }
 
 // Staging is where the reader stages batch files for the committers.

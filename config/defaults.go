@@ -5,7 +5,6 @@ const (
 	DefaultSnapshotChunkRows    = 50000
 	DefaultTemporalAddress      = "127.0.0.1:7233"
 	DefaultTemporalNamespace    = "default"
-	DefaultTaskQueue            = "sluice"
 	DefaultBatchMaxRows         = 100000
 	DefaultBatchMaxBytes        = 64 * MiB
 	DefaultBatchMaxWait         = Duration(1e9) // 1s
@@ -24,11 +23,11 @@ func (c *Config) ApplyDefaults() {
 	if validPipeline(c.Pipeline) {
 		setDefault(&s.Slot, DefaultSlotName(c.Pipeline))
 		setDefault(&s.Publication, DefaultSlotName(c.Pipeline))
+		setDefault(&c.Temporal.TaskQueue, DefaultTaskQueue(c.Pipeline))
 	}
 	setDefault(&s.SnapshotChunkRows, DefaultSnapshotChunkRows)
 	setDefault(&c.Temporal.Address, DefaultTemporalAddress)
 	setDefault(&c.Temporal.Namespace, DefaultTemporalNamespace)
-	setDefault(&c.Temporal.TaskQueue, DefaultTaskQueue)
 	setDefault(&c.Batch.MaxRows, DefaultBatchMaxRows)
 	setDefault(&c.Batch.MaxBytes, DefaultBatchMaxBytes)
 	setDefault(&c.Batch.MaxWait, DefaultBatchMaxWait)

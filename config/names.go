@@ -35,6 +35,13 @@ func DefaultSlotName(pipeline string) string {
 	return "sluice_" + strings.ReplaceAll(pipeline, "-", "_")
 }
 
+// DefaultTaskQueue returns the default task queue of a pipeline: sluice-<pipeline>. Every
+// pipeline gets its own queue, so pipelines sharing a Temporal namespace never take each other's
+// tasks (a worker serves only the pipeline its config names).
+func DefaultTaskQueue(pipeline string) string {
+	return "sluice-" + pipeline
+}
+
 var errEmptyIdent = errors.New("empty name")
 
 // parseIdent parses one Postgres identifier in SQL syntax: an unquoted name, folded to lower
