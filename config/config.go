@@ -123,6 +123,13 @@ type ClickHouse struct {
 	Username string `json:"username"`           // default "default"
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_CLICKHOUSE_PASSWORD
 	TLS      bool   `json:"tls,omitempty"`
+	// Schema is the layout of new tables: auto (default: modern on servers 23.2 and later, else
+	// compatible), modern (ReplacingMergeTree(version, is_deleted); refused on older servers) or
+	// compatible (ReplacingMergeTree(version) with a deleted flag and a filtering view).
+	Schema       string   `json:"schema,omitempty"`
+	DialTimeout  Duration `json:"dial_timeout,omitempty"`   // bounds connecting (default 10s)
+	ReadTimeout  Duration `json:"read_timeout,omitempty"`   // bounds one insert or query reply (default 5m)
+	MaxOpenConns int      `json:"max_open_conns,omitempty"` // connection pool size (default 8)
 }
 
 // Couchbase is a Couchbase destination; each target is a collection of Bucket.
@@ -132,6 +139,14 @@ type Couchbase struct {
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_COUCHBASE_PASSWORD
 	Bucket   string `json:"bucket"`
 	Scope    string `json:"scope"` // scope of targets without one (default "_default")
+	// MetadataCollection holds the sink's checkpoint and key-index documents in each target's
+	// scope (default "sluice_meta").
+	MetadataCollection string `json:"metadata_collection,omitempty"`
+	// Durability of every write: none, majority (default), majority_and_persist_active or
+	// persist_to_majority.
+	Durability  string   `json:"durability,omitempty"`
+	Concurrency int      `json:"concurrency,omitempty"` // KV operations in flight per batch (default 32)
+	Timeout     Duration `json:"timeout,omitempty"`     // bounds each KV operation and connecting (default 30s)
 }
 
 // Plugin is an external sink process.

@@ -189,6 +189,9 @@ func problemCases() []problemCase {
 		{"clickhouse addr missing", []edit{sinkOf("clickhouse", map[string]any{"database": "raw"})}, []want{{"sink.clickhouse.addr", "missing; set host:port"}}},
 		{"clickhouse addr", []edit{sinkOf("clickhouse", map[string]any{"addr": "h"})}, []want{{"sink.clickhouse.addr", `"h" is not host:port`}}},
 		{"clickhouse database", []edit{clickhouseSink(), set("sink.clickhouse.database", "raw-data")}, []want{{"sink.clickhouse.database", `"raw-data" is not allowed`}}},
+		{"clickhouse schema", []edit{clickhouseSink(), set("sink.clickhouse.schema", "new")}, []want{{"sink.clickhouse.schema", `"new" is not a table layout; use auto, modern`}}},
+		{"clickhouse read timeout", []edit{clickhouseSink(), set("sink.clickhouse.read_timeout", "-1s")}, []want{{"sink.clickhouse.read_timeout", "is -1s; it must be positive"}}},
+		{"clickhouse pool", []edit{clickhouseSink(), set("sink.clickhouse.max_open_conns", -2)}, []want{{"sink.clickhouse.max_open_conns", "is -2; use a positive number"}}},
 
 		// couchbase
 		{"couchbase connstr missing", []edit{sinkOf("couchbase", couchbaseSink()), del("sink.couchbase.connstr")}, []want{{"sink.couchbase.connstr", "missing; set couchbase://host"}}},
@@ -197,6 +200,10 @@ func problemCases() []problemCase {
 		{"couchbase password", []edit{sinkOf("couchbase", couchbaseSink()), del("sink.couchbase.password")}, []want{{"sink.couchbase.password", "missing; set it with SLUICE_SINK_COUCHBASE_PASSWORD"}}},
 		{"couchbase bucket missing", []edit{sinkOf("couchbase", couchbaseSink()), del("sink.couchbase.bucket")}, []want{{"sink.couchbase.bucket", "missing; set the bucket"}}},
 		{"couchbase bucket", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.bucket", "my bucket")}, []want{{"sink.couchbase.bucket", `"my bucket" is not a bucket name`}}},
+		{"couchbase durability", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.durability", "strong")}, []want{{"sink.couchbase.durability", `"strong" is not a durability level; use none, majority`}}},
+		{"couchbase concurrency", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.concurrency", 5000)}, []want{{"sink.couchbase.concurrency", "is 5000; use 1 to 1024"}}},
+		{"couchbase timeout", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.timeout", "-3s")}, []want{{"sink.couchbase.timeout", "is -3s; it must be positive"}}},
+		{"couchbase metadata collection", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.metadata_collection", "a.b")}, []want{{"sink.couchbase.metadata_collection", `"a.b" is not a collection name`}}},
 		{"couchbase scope", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.scope", "a.b")}, []want{{"sink.couchbase.scope", `"a.b" is not a scope name`}}},
 
 		// plugin

@@ -113,6 +113,23 @@ func (v *validator) clickhouse(ch *ClickHouse) {
 	if !identRe.MatchString(ch.Database) {
 		v.ps.add("sink.clickhouse.database", "%q is not allowed; use letters, digits and _ (not starting with a digit)", ch.Database)
 	}
+	switch ch.Schema {
+	case "", "auto", "modern", "compatible":
+	default:
+		v.ps.add("sink.clickhouse.schema", "%q is not a table layout; use auto, modern (ClickHouse 23.2 and later) or compatible", ch.Schema)
+	}
+	v.nonNegative("sink.clickhouse.dial_timeout", ch.DialTimeout)
+	v.nonNegative("sink.clickhouse.read_timeout", ch.ReadTimeout)
+	if ch.MaxOpenConns < 0 {
+		v.ps.add("sink.clickhouse.max_open_conns", "is %d; use a positive number of connections, or leave it out for 8", ch.MaxOpenConns)
+	}
+}
+
+// nonNegative reports a negative duration at path; zero means the setting's default.
+func (v *validator) nonNegative(path string, d Duration) {
+	if d < 0 {
+		v.ps.add(path, "is %s; it must be positive, or left out for its default", d)
+	}
 }
 
 func (v *validator) couchbase(cb *Couchbase) {
@@ -130,4 +147,16 @@ func (v *validator) couchbase(cb *Couchbase) {
 	if !collectionRe.MatchString(cb.Scope) {
 		v.ps.add(p+"scope", "%q is not a scope name; use letters, digits, _, - and %%", cb.Scope)
 	}
+	if cb.MetadataCollection != "" && !collectionRe.MatchString(cb.MetadataCollection) {
+		v.ps.add(p+"metadata_collection", "%q is not a collection name; use letters, digits, _, - and %%", cb.MetadataCollection)
+	}
+	switch cb.Durability {
+	case "", "none", "majority", "majority_and_persist_active", "persist_to_majority":
+	default:
+		v.ps.add(p+"durability", "%q is not a durability level; use none, majority, majority_and_persist_active or persist_to_majority", cb.Durability)
+	}
+	if cb.Concurrency < 0 || cb.Concurrency > 1024 {
+		v.ps.add(p+"concurrency", "is %d; use 1 to 1024 operations in flight, or leave it out for 32", cb.Concurrency)
+	}
+	v.nonNegative(p+"timeout", cb.Timeout)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
@@ -127,7 +128,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink
 	case config.SinkClickHouse:
 		c := cfg.Sink.ClickHouse
 		s, err := clickhouse.New(ctx, clickhouse.Config{Addr: c.Addr, Database: c.Database, Username: c.Username,
-			Password: c.Password, TLS: c.TLS}, log)
+			Password: c.Password, TLS: c.TLS, Schema: c.Schema, DialTimeout: time.Duration(c.DialTimeout),
+			ReadTimeout: time.Duration(c.ReadTimeout), MaxOpenConns: c.MaxOpenConns}, log)
 		if err != nil {
 			return nil, fmt.Errorf("opening the clickhouse sink: %w", err)
 		}
@@ -135,7 +137,8 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink
 	case config.SinkCouchbase:
 		c := cfg.Sink.Couchbase
 		s, err := couchbase.New(ctx, couchbase.Config{ConnStr: c.ConnStr, Username: c.Username, Password: c.Password,
-			Bucket: c.Bucket, Scope: c.Scope}, couchbase.Options{Logger: log})
+			Bucket: c.Bucket, Scope: c.Scope, MetadataCollection: c.MetadataCollection, Durability: c.Durability,
+			Concurrency: c.Concurrency, Timeout: time.Duration(c.Timeout)}, couchbase.Options{Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("opening the couchbase sink: %w", err)
 		}
