@@ -1,0 +1,199 @@
+package faults
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// EnvVar is the environment variable a worker reads its faults from. Testing only.
+const EnvVar = "SLUICE_FAULTS"
+
+// Point names a place in the code where a fault can fire.
+type Point string
+
+// The points of CommitBatch (package activities), in the order a commit passes them.
+const (
+	// CommitBeforeWrite is just before the sink write (data and position) of a batch.
+	CommitBeforeWrite Point = "commit.before-write"
+	// CommitAfterWrite is after the sink write succeeded, before the staged file is acknowledged.
+	CommitAfterWrite Point = "commit.after-write"
+	// CommitAfterAck is after the staged file is acknowledged, before the activity returns.
+	CommitAfterAck Point = "commit.after-ack"
+	// CommitAckBeforeWrite is a mutation: at the place of CommitBeforeWrite the staged file is
+	// acknowledged first, then the process is killed before the sink write. It breaks the
+	// commit path deliberately, to prove that the fault suites find the rows it loses.
+	CommitAckBeforeWrite Point = "commit.ack-before-write"
+)
+
+// points are the known points, in the order error messages list them.
+var points = []Point{CommitBeforeWrite, CommitAfterWrite, CommitAfterAck, CommitAckBeforeWrite}
+
+// Action is what a fault does when it fires.
+type Action string
+
+// Kill sends SIGKILL to the worker's own process (for a mutation: after breaking the path).
+const Kill Action = "kill"
+
+// Fault is one armed fault: Action at the Nth pass of Point (for Table, or any table).
+type Fault struct {
+	Point  Point
+	Action Action
+	Nth    int    // 1-based
+	Table  string // "schema.table"; empty: every table, counted together
+}
+
+// String returns the fault in the syntax of SLUICE_FAULTS.
+func (f Fault) String() string {
+	s := fmt.Sprintf("%s:%s@%d", f.Point, f.Action, f.Nth)
+	if f.Table != "" {
+		s += ":" + f.Table
+	}
+	return s
+}
+
+// Parse reads a SLUICE_FAULTS value: comma-separated POINT:kill[@N][:SCHEMA.TABLE]. Blank
+// entries are ignored. The error lists every malformed fault and what is allowed.
+func Parse(spec string) ([]Fault, error) {
+	var out []Fault
+	var errs []error
+	for i, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		f, err := parseFault(item)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: fault %d %q: %w", EnvVar, i+1, item, err))
+			continue
+		}
+		out = append(out, f)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w\n(syntax: POINT:kill[@N][:SCHEMA.TABLE], comma-separated; points: %s)", err, pointList())
+	}
+	return out, nil
+}
+
+func parseFault(item string) (Fault, error) {
+	parts := strings.Split(item, ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return Fault{}, errors.New("want POINT:kill[@N][:SCHEMA.TABLE]")
+	}
+	f := Fault{Point: Point(parts[0]), Nth: 1}
+	if !slices.Contains(points, f.Point) {
+		return Fault{}, fmt.Errorf("unknown point %q", parts[0])
+	}
+	action, nth, hasNth := strings.Cut(parts[1], "@")
+	if Action(action) != Kill {
+		return Fault{}, fmt.Errorf("unknown action %q: want %s", action, Kill)
+	}
+	f.Action = Kill
+	if hasNth {
+		n, err := strconv.Atoi(nth)
+		if err != nil || n < 1 {
+			return Fault{}, fmt.Errorf("pass %q: want a whole number from 1", nth)
+		}
+		f.Nth = n
+	}
+	if len(parts) == 3 {
+		schema, name, ok := strings.Cut(parts[2], ".")
+		if !ok || schema == "" || name == "" || strings.Contains(name, ".") {
+			return Fault{}, fmt.Errorf("table %q: want SCHEMA.TABLE", parts[2])
+		}
+		f.Table = parts[2]
+	}
+	return f, nil
+}
+
+func pointList() string {
+	s := make([]string, len(points))
+	for i, p := range points {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Points are the faults armed in one process with their pass counters. A nil *Points has no
+// faults: every method is a no-op. Its methods are safe for concurrent use.
+type Points struct {
+	faults []Fault
+	log    *slog.Logger
+	crash  func() // kills the process; replaced by this package's tests
+
+	mu     sync.Mutex
+	passes []int // per fault: passes of its point (for its table) so far
+}
+
+// New arms the faults of spec (a SLUICE_FAULTS value), logging to log when one fires. An empty
+// spec returns nil, the no-op.
+func New(spec string, log *slog.Logger) (*Points, error) {
+	faults, err := Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(faults) == 0 {
+		return nil, nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Points{faults: faults, log: log, crash: killSelf, passes: make([]int, len(faults))}, nil
+}
+
+// String lists the armed faults in the syntax of SLUICE_FAULTS ("" for none).
+func (p *Points) String() string {
+	if p == nil {
+		return ""
+	}
+	s := make([]string, len(p.faults))
+	for i, f := range p.faults {
+		s[i] = f.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// Fires counts a pass of point for table ("schema.table") and reports whether a fault armed
+// there fires on this pass. A fault fires once, on its Nth pass. Hook sites of a mutation call
+// it, break the path, then call Crash; plain kill points call Hit.
+func (p *Points) Fires(point Point, table string) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fires := false
+	for i, f := range p.faults {
+		if f.Point != point || (f.Table != "" && f.Table != table) {
+			continue
+		}
+		p.passes[i]++
+		if p.passes[i] == f.Nth {
+			fires = true
+		}
+	}
+	return fires
+}
+
+// Crash logs that the fault at point fires for table and SIGKILLs this process. It does not
+// return.
+func (p *Points) Crash(point Point, table string) {
+	if p == nil {
+		return
+	}
+	p.log.Error("fault injected: killing this process with SIGKILL (testing hook "+EnvVar+")",
+		"point", string(point), "table", table, "faults", p.String())
+	p.crash()
+}
+
+// Hit is a pass of point for table: when a fault armed there fires, the process is SIGKILLed
+// and Hit does not return.
+func (p *Points) Hit(point Point, table string) {
+	if p.Fires(point, table) {
+		p.Crash(point, table)
+	}
+}

@@ -1,0 +1,130 @@
+package faults
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		spec    string
+		want    []Fault
+		wantErr []string // substrings of the error
+	}{
+		{"empty", "", nil, nil},
+		{"blanks", " , ", nil, nil},
+		{"default pass", "commit.before-write:kill", []Fault{{CommitBeforeWrite, Kill, 1, ""}}, nil},
+		{"pass and table", "commit.after-write:kill@3:public.items",
+			[]Fault{{CommitAfterWrite, Kill, 3, "public.items"}}, nil},
+		{"several with spaces", "commit.after-ack:kill@2, commit.ack-before-write:kill@1:s.t",
+			[]Fault{{CommitAfterAck, Kill, 2, ""}, {CommitAckBeforeWrite, Kill, 1, "s.t"}}, nil},
+		{"unknown point lists the points", "commit.sometime:kill",
+			nil, []string{`fault 1 "commit.sometime:kill": unknown point "commit.sometime"`, "points: commit.before-write, commit.after-write"}},
+		{"unknown action", "commit.before-write:panic", nil, []string{`unknown action "panic": want kill`}},
+		{"pass zero", "commit.before-write:kill@0", nil, []string{`pass "0": want a whole number from 1`}},
+		{"pass not a number", "commit.before-write:kill@x", nil, []string{`pass "x"`}},
+		{"table without schema", "commit.before-write:kill@1:items", nil, []string{`table "items": want SCHEMA.TABLE`}},
+		{"no action", "commit.before-write", nil, []string{"want POINT:kill[@N][:SCHEMA.TABLE]"}},
+		{"every problem at once", "commit.x:kill,commit.before-write:kill,commit.after-write:kill@-1",
+			nil, []string{`fault 1 "commit.x:kill"`, `fault 3 "commit.after-write:kill@-1"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Parse(c.spec)
+			if len(c.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("Parse(%q) = %v, want an error", c.spec, got)
+				}
+				for _, w := range c.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not say %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", c.spec, err)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("Parse(%q) = %v, want %v", c.spec, got, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Errorf("fault %d = %+v, want %+v", i, got[i], c.want[i])
+				}
+				if again, err := Parse(got[i].String()); err != nil || again[0] != got[i] {
+					t.Errorf("String %q does not parse back: %v %v", got[i].String(), again, err)
+				}
+			}
+		})
+	}
+}
+
+// TestFires checks which pass fires, per table, with the crash replaced by a recorder.
+func TestFires(t *testing.T) {
+	t.Parallel()
+	type pass struct {
+		point Point
+		table string
+	}
+	cases := []struct {
+		name   string
+		spec   string
+		passes []pass
+		want   []int // indexes of the passes that crash
+	}{
+		{"third pass", "commit.before-write:kill@3",
+			[]pass{{CommitBeforeWrite, "a.x"}, {CommitBeforeWrite, "a.y"}, {CommitAfterWrite, "a.x"}, {CommitBeforeWrite, "a.x"}, {CommitBeforeWrite, "a.x"}},
+			[]int{3}},
+		{"only the named table counts", "commit.after-write:kill@2:a.y",
+			[]pass{{CommitAfterWrite, "a.x"}, {CommitAfterWrite, "a.y"}, {CommitAfterWrite, "a.x"}, {CommitAfterWrite, "a.y"}, {CommitAfterWrite, "a.y"}},
+			[]int{3}},
+		{"two faults", "commit.before-write:kill@1,commit.after-ack:kill@2",
+			[]pass{{CommitBeforeWrite, "a.x"}, {CommitAfterAck, "a.x"}, {CommitBeforeWrite, "a.x"}, {CommitAfterAck, "a.x"}},
+			[]int{0, 3}},
+		{"never reached", "commit.after-ack:kill@5", []pass{{CommitAfterAck, "a.x"}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := New(c.spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashes := 0
+			p.crash = func() { crashes++ }
+			var got []int
+			for i, ps := range c.passes {
+				before := crashes
+				p.Hit(ps.point, ps.table)
+				if crashes > before {
+					got = append(got, i)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("crashed at passes %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestNilIsNoOp checks that an unarmed worker's nil Points never fires.
+func TestNilIsNoOp(t *testing.T) {
+	t.Parallel()
+	p, err := New("", nil)
+	if err != nil || p != nil {
+		t.Fatalf("New(\"\") = %v, %v; want nil, nil", p, err)
+	}
+	if p.Fires(CommitBeforeWrite, "a.x") {
+		t.Fatal("nil Points fired")
+	}
+	p.Hit(CommitAfterWrite, "a.x")
+	p.Crash(CommitAfterAck, "a.x")
+	if p.String() != "" {
+		t.Fatalf("nil Points = %q", p.String())
+	}
+}
