@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -28,6 +29,8 @@ type Commit struct {
 	// HeartbeatEvery is how often a running commit heartbeats; 0 means 5 seconds. The workflow's
 	// heartbeat timeout must be a few times longer.
 	HeartbeatEvery time.Duration
+	// Faults are the testing hooks of SLUICE_FAULTS (package internal/faults); nil in production.
+	Faults *faults.Points
 }
 
 // EnsureTable creates or evolves the table's target in its sink. It is idempotent.
@@ -148,6 +151,12 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	if err != nil {
 		return CommitBatchResult{}, err
 	}
+	if a.Faults.Fires(faults.CommitAckBeforeWrite, ref.Table.String()) {
+		// The deliberately broken commit path of the mutation test: acknowledge, crash, never write.
+		_ = a.Staging.Acknowledge(ctx, ref)
+		a.Faults.Crash(faults.CommitAckBeforeWrite, ref.Table.String())
+	}
+	a.Faults.Hit(faults.CommitBeforeWrite, ref.Table.String())
 	err = sink.Apply(ctx, sinks.Batch{Spec: spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi})
 	if sinks.IsPoison(err) {
 		return CommitBatchResult{}, poisonBatch(ref, pos, ok, err)
@@ -155,10 +164,12 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	if err != nil {
 		return CommitBatchResult{}, fmt.Errorf("applying batch %s to table %s: %w", ref.Range(), ref.Table, err)
 	}
+	a.Faults.Hit(faults.CommitAfterWrite, ref.Table.String())
 	if err := a.Staging.Acknowledge(ctx, ref); err != nil {
 		// Retried: the next attempt finds the batch covered and only acknowledges it.
 		return CommitBatchResult{}, err
 	}
+	a.Faults.Hit(faults.CommitAfterAck, ref.Table.String())
 	activity.GetLogger(ctx).Info("committed batch", "table", ref.Table.String(), "lo", ref.Lo.Position.String(),
 		"hi", ref.Hi.Position.String(), "rows", rec.NumRows(), "dropped", dropped)
 	res := CommitBatchResult{Position: ref.Hi, Rows: rec.NumRows(), Dropped: dropped}

@@ -309,7 +309,7 @@ func (r *readerRun) stage(ctx context.Context, rt *readerTable, cuts []batch.Cut
 			return err
 		}
 		ref := staging.BatchRef{Pipeline: r.in.Pipeline, Table: c.Table, Lo: lo, Hi: hi, Rows: int64(len(rows)),
-			Bytes: int64(buf.Len()), Phase: sinks.Phase(c.Phase)}
+			Bytes: int64(buf.Len()), Phase: sinks.Phase(c.Phase), FirstCommit: rows[0].CommitTS}
 		staged, err := StageBatch(ctx, r.a.Staging, r.a.Tables, rt.cfg, ref, &buf)
 		if err != nil {
 			return fmt.Errorf("staging batch %s of table %s: %w", ref.Range(), c.Table, err)

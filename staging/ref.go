@@ -3,6 +3,7 @@ package staging
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
@@ -19,6 +20,9 @@ type BatchRef struct {
 	Bytes    int64                `json:"bytes"` // size of the file
 	URI      string               `json:"uri"`   // the file in the staging store, set by Store.Put
 	Phase    sinks.Phase          `json:"phase"` // snapshot or stream
+	// FirstCommit is the source commit time of the batch's first change (zero for snapshot
+	// batches): how old the oldest change a table has not committed yet is, for lag in seconds.
+	FirstCommit time.Time `json:"first_commit,omitzero"`
 }
 
 // Range formats the batch's range as lo..hi, the way errors and logs name a batch.

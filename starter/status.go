@@ -119,10 +119,11 @@ func closedRunError(err error) string {
 func printRows(w io.Writer, pipeline string, rows []tableRow) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pipeline %s\n", pipeline)
-	fmt.Fprintln(tw, "TABLE\tWORKFLOW\tPHASE\tPOSITION\tROWS\tQUEUED\tLAG\tLAST ERROR")
+	fmt.Fprintln(tw, "TABLE\tWORKFLOW\tPHASE\tPOSITION\tROWS\tQUEUED\tLAG\tMAINTAINED\tLAST ERROR")
+	now := time.Now()
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Table, r.Workflow, phaseOf(r), positionOf(r),
-			rowsOf(r), r.Status.QueueLength, lagOf(r), oneLine(r.Err))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Table, r.Workflow, phaseOf(r), positionOf(r),
+			rowsOf(r), r.Status.QueueLength, lagOf(r, now), maintainedOf(r, now), oneLine(r.Err))
 	}
 	_ = tw.Flush()
 }
@@ -151,16 +152,61 @@ func rowsOf(r tableRow) string {
 	return fmt.Sprint(r.Status.Rows)
 }
 
-// lagOf shows how much WAL the queued batches reach past the committed position.
-func lagOf(r tableRow) string {
+// lagOf shows how much WAL the queued batches reach past the committed position and, when the
+// queue holds streamed changes, how long ago the oldest of them was committed in the source.
+func lagOf(r tableRow, now time.Time) string {
 	b := r.Status.LagBytes
+	var s string
 	switch {
 	case b == 0:
-		return "0"
+		s = "0"
 	case b < 1<<20:
-		return fmt.Sprintf("%d KiB", b>>10)
+		s = fmt.Sprintf("%d KiB", b>>10)
+	default:
+		s = fmt.Sprintf("%d MiB", b>>20)
 	}
-	return fmt.Sprintf("%d MiB", b>>20)
+	if t := r.Status.OldestQueuedCommit; !t.IsZero() {
+		s += ", " + age(now.Sub(t))
+	}
+	return s
+}
+
+// maintainedOf shows when the table's last maintenance (Iceberg compaction and expiry) ran and
+// whether it failed; "-" when none has run.
+func maintainedOf(r tableRow, now time.Time) string {
+	m := r.Status.LastMaintenance
+	switch {
+	case m == nil:
+		return "-"
+	case m.Finished.IsZero():
+		return "running"
+	case m.Error != "":
+		return age(now.Sub(m.Finished)) + " ago (failed)"
+	}
+	return age(now.Sub(m.Finished)) + " ago"
+}
+
+// age formats a duration the way a status line reads it: 850ms, 12s, 4m10s, 3h5m.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return trimZeroSeconds(d.Round(time.Second).String())
+	}
+	return trimZeroSeconds(d.Round(time.Minute).String())
+}
+
+// trimZeroSeconds turns "4m0s" into "4m" and "3h5m0s" into "3h5m".
+func trimZeroSeconds(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		return strings.TrimSuffix(s, "0s")
+	}
+	return s
 }
 
 func oneLine(s string) string {
@@ -195,7 +241,7 @@ func watchStatus(ctx context.Context, a *app, w io.Writer, every time.Duration) 
 					mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return *label })))
 				bars[r.Table] = bar
 			}
-			*info[r.Table] = fmt.Sprintf("%s %s  pos %s  rows %s  lag %s  %s", r.Workflow, phaseOf(r), positionOf(r), rowsOf(r), lagOf(r), oneLine(r.Err))
+			*info[r.Table] = fmt.Sprintf("%s %s  pos %s  rows %s  lag %s  %s", r.Workflow, phaseOf(r), positionOf(r), rowsOf(r), lagOf(r, time.Now()), oneLine(r.Err))
 			if s := r.Status.Snapshot; s != nil && !s.Done && s.EstimatedRows > 0 {
 				bar.SetTotal(max(s.EstimatedRows, s.Rows), false)
 				bar.SetCurrent(s.Rows)

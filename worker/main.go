@@ -106,13 +106,17 @@ func run(ctx context.Context, o options) error {
 	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot")}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
+	faultPoints, err := armFaults(log)
+	if err != nil {
+		return err
+	}
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
 		EnableSessionWorker: true,
 		WorkerStopTimeout:   o.shutdown,
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store},
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints},
 		Snapshot: snapshots,
 		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
 		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"slices"
+	"time"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/staging"
@@ -30,6 +31,18 @@ func lagBytes(q []staging.BatchRef, committed batch.SourcePosition) uint64 {
 		}
 	}
 	return lag
+}
+
+// oldestCommit returns the earliest source commit time of the queued batches' first changes,
+// zero when none carries one: the age of the oldest change the table has not committed.
+func oldestCommit(q []staging.BatchRef) time.Time {
+	var oldest time.Time
+	for _, r := range q {
+		if !r.FirstCommit.IsZero() && (oldest.IsZero() || r.FirstCommit.Before(oldest)) {
+			oldest = r.FirstCommit
+		}
+	}
+	return oldest
 }
 
 // maxPosition returns the later of two positions of the same source, and b when a is zero or of

@@ -231,7 +231,7 @@ func (t *table) status() (TableStatus, error) {
 	return TableStatus{
 		Pipeline: t.in.Pipeline, Table: t.in.Table().String(), Phase: t.phase,
 		Position: t.position, HasPosition: t.hasPosition, Rows: t.rows, Batches: t.batches,
-		QueueLength: len(t.queue), LagBytes: lagBytes(t.queue, t.position), Paused: t.paused,
+		QueueLength: len(t.queue), LagBytes: lagBytes(t.queue, t.position), OldestQueuedCommit: oldestCommit(t.queue), Paused: t.paused,
 		LastError: t.lastError, Snapshot: t.snapshot, LastMaintenance: t.lastMaintenance,
 	}, nil
 }

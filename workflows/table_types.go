@@ -99,10 +99,13 @@ type TableStatus struct {
 	Batches     int64                `json:"batches"`
 	QueueLength int                  `json:"queue_length"`
 	// LagBytes is how much WAL the queued batches reach past the committed position.
-	LagBytes  uint64            `json:"lag_bytes"`
-	Paused    bool              `json:"paused"`
-	LastError string            `json:"last_error,omitempty"`
-	Snapshot  *SnapshotProgress `json:"snapshot,omitempty"`
+	LagBytes uint64 `json:"lag_bytes"`
+	// OldestQueuedCommit is the source commit time of the oldest queued change (zero when the
+	// queue is empty or holds only snapshot batches): the lag in seconds is now minus this.
+	OldestQueuedCommit time.Time         `json:"oldest_queued_commit,omitzero"`
+	Paused             bool              `json:"paused"`
+	LastError          string            `json:"last_error,omitempty"`
+	Snapshot           *SnapshotProgress `json:"snapshot,omitempty"`
 	// LastMaintenance is the latest table maintenance (MaintainTable), when one ran.
 	LastMaintenance *MaintenanceStatus `json:"last_maintenance,omitempty"`
 }

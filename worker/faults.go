@@ -1,0 +1,21 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/sluicecdc/sluice/internal/faults"
+)
+
+// armFaults reads the testing hook SLUICE_FAULTS (package internal/faults). Unset, it returns
+// nil and the worker runs normally; set, the worker will SIGKILL itself (or break its commit
+// path) on purpose, and says so loudly at startup.
+func armFaults(log *slog.Logger) (*faults.Points, error) {
+	p, err := faults.New(os.Getenv(faults.EnvVar), log.With("module", "faults"))
+	if err != nil || p == nil {
+		return nil, err
+	}
+	log.Warn("TESTING FAULTS ARMED: this worker will kill itself on purpose and may lose data; never set "+
+		faults.EnvVar+" outside the fault-injection tests", "faults", p.String())
+	return p, nil
+}
