@@ -48,6 +48,8 @@ type options struct {
 	logFormat   string
 	logLevel    string
 	shutdown    time.Duration
+	pprof       bool
+	cpuProfile  string
 }
 
 func newCommand() *cobra.Command {
@@ -65,6 +67,8 @@ func newCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	cmd.Flags().DurationVar(&o.shutdown, "shutdown-grace", 30*time.Second, "how long running activities may finish after SIGTERM")
+	cmd.Flags().BoolVar(&o.pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on --metrics-addr")
+	cmd.Flags().StringVar(&o.cpuProfile, "cpu-profile", os.Getenv(cpuProfileEnv), "write a CPU profile of the whole run to this file (default $"+cpuProfileEnv+")")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -79,6 +83,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	log = log.With("pipeline", cfg.Pipeline)
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -123,7 +132,7 @@ func run(ctx context.Context, o options) error {
 	}.Register(w)
 
 	if o.metricsAddr != "" {
-		srv, err := serveMetrics(o.metricsAddr, reg)
+		srv, err := serveMetrics(o.metricsAddr, reg, o.pprof)
 		if err != nil {
 			return err
 		}
@@ -157,7 +166,7 @@ func newLogger(format, level string) (*slog.Logger, error) {
 }
 
 // serveMetrics serves /metrics from reg and /healthz on addr until Shutdown.
-func serveMetrics(addr string, reg *prometheus.Registry) (*http.Server, error) {
+func serveMetrics(addr string, reg *prometheus.Registry, withPprof bool) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
@@ -165,6 +174,9 @@ func serveMetrics(addr string, reg *prometheus.Registry) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	if withPprof {
+		handlePprof(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

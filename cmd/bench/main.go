@@ -36,7 +36,8 @@ import (
 type options struct {
 	rows, bulk, smallTx, chunkRows, rate int
 	sinks                                []string
-	skipSluice                           bool
+	skipSluice, skipStream, skipLatency  bool
+	profileDir                           string
 	latencyFor, maxWait                  time.Duration
 	out                                  string
 }
@@ -53,6 +54,9 @@ func main() {
 	flag.DurationVar(&o.maxWait, "max-wait", time.Second, "batch.max_wait of the benchmark pipelines (the flush interval)")
 	flag.StringVar(&sinks, "sinks", "iceberg,clickhouse,couchbase", "sinks to measure, comma-separated")
 	flag.BoolVar(&o.skipSluice, "skip-sluice", false, "measure only Postgres' limits")
+	flag.BoolVar(&o.skipStream, "skip-stream", false, "leave out the stream workloads (and their limits): backfill and latency only")
+	flag.BoolVar(&o.skipLatency, "skip-latency", false, "leave out the latency run")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each worker process into this directory")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the report (empty: do not write)")
 	flag.Parse()
 	if o.bulk <= 0 || o.bulk > o.rows {
@@ -109,25 +113,16 @@ func run(ctx context.Context, o options) error {
 	report.Results = append(report.Results, limit1)
 
 	bulk := o.bulk
-	limitBulk, err := bench.RecvLogicalLimit(ctx, conn, pg.Extra["bin"], dsn, "bulk UPDATE in one transaction", int64(bulk),
-		bench.BulkUpdate(conn, bulk))
-	if err != nil {
-		return err
+	so := bench.SinkOptions{Rows: o.rows, Bulk: bulk, SmallTx: o.smallTx, PgBin: pg.Extra["bin"], DSN: dsn,
+		ChunkRows: o.chunkRows, Rate: o.rate, LatencyFor: o.latencyFor, CopyBytes: limit1.Bytes,
+		Limit1: limit1.Name, SkipStream: o.skipStream, SkipLatency: o.skipLatency}
+	if !o.skipStream {
+		if err := measureStreamLimits(ctx, conn, pg.Extra["bin"], dsn, o, &so, &report); err != nil {
+			return err
+		}
 	}
-	report.Results = append(report.Results, limitBulk)
-	limitSmall, err := bench.RecvLogicalLimit(ctx, conn, pg.Extra["bin"], dsn, "single-row UPDATE transactions", int64(o.smallTx),
-		bench.SmallTransactions(pg.Extra["bin"], dsn, o.smallTx, o.rows))
-	if err != nil {
-		return err
-	}
-	limitSmall.Note = "4 pgbench clients"
-	report.Results = append(report.Results, limitSmall)
-
 	var failures []string
 	if !o.skipSluice {
-		so := bench.SinkOptions{Rows: o.rows, Bulk: bulk, SmallTx: o.smallTx, PgBin: pg.Extra["bin"], DSN: dsn,
-			ChunkRows: o.chunkRows, Rate: o.rate, LatencyFor: o.latencyFor, CopyBytes: limit1.Bytes,
-			Limit1: limit1.Name, LimitBulk: limitBulk.Name, LimitSmall: limitSmall.Name}
 		results, errs, err := measureSluice(ctx, stack, dsn, conn, o, so, log)
 		if err != nil {
 			return err
@@ -136,6 +131,26 @@ func run(ctx context.Context, o options) error {
 		failures = errs
 	}
 	return writeReport(report, o, failures)
+}
+
+// measureStreamLimits measures limit 2 for both stream workloads and names them in so.
+func measureStreamLimits(ctx context.Context, conn *pgx.Conn, pgBin, dsn string, o options, so *bench.SinkOptions, report *bench.Report) error {
+	bulk := o.bulk
+	limitBulk, err := bench.RecvLogicalLimit(ctx, conn, pgBin, dsn, "bulk UPDATE in one transaction", int64(bulk),
+		bench.BulkUpdate(conn, bulk))
+	if err != nil {
+		return err
+	}
+	report.Results = append(report.Results, limitBulk)
+	limitSmall, err := bench.RecvLogicalLimit(ctx, conn, pgBin, dsn, "single-row UPDATE transactions", int64(o.smallTx),
+		bench.SmallTransactions(pgBin, dsn, o.smallTx, o.rows))
+	if err != nil {
+		return err
+	}
+	limitSmall.Note = "4 pgbench clients"
+	report.Results = append(report.Results, limitSmall)
+	so.LimitBulk, so.LimitSmall = limitBulk.Name, limitSmall.Name
+	return nil
 }
 
 // measureSluice builds the binaries and measures each sink in turn; a sink that fails is
@@ -172,7 +187,7 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 		}
 		p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
 			SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
-			SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait}, bins, tc)
+			SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
 		if err != nil {
 			return out, failures, err
 		}

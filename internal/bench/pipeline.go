@@ -36,6 +36,8 @@ type PipelineSpec struct {
 	LatencyTarget     string
 	SnapshotChunkRows int
 	MaxWait           time.Duration
+	// ProfileDir, when set, gets a CPU profile of each worker process (worker-N.pprof).
+	ProfileDir string
 }
 
 // Pipeline is a configured benchmark pipeline with its worker process.
@@ -100,7 +102,11 @@ func (p *Pipeline) StartWorker() error {
 		}
 	}
 	p.workers++
-	w, err := localrun.StartWorker(p.Bins.Worker, p.ConfigPath, filepath.Join(p.Spec.Dir, fmt.Sprintf("worker-%d.log", p.workers)), nil)
+	var env []string
+	if p.Spec.ProfileDir != "" {
+		env = append(env, fmt.Sprintf("SLUICE_CPU_PROFILE=%s", filepath.Join(p.Spec.ProfileDir, fmt.Sprintf("%s-worker-%d.pprof", p.Spec.Name, p.workers))))
+	}
+	w, err := localrun.StartWorker(p.Bins.Worker, p.ConfigPath, filepath.Join(p.Spec.Dir, fmt.Sprintf("worker-%d.log", p.workers)), env)
 	if err != nil {
 		return err
 	}

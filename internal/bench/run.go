@@ -19,6 +19,9 @@ type SinkOptions struct {
 	CopyBytes           int64 // bytes of limit 1's COPY, for the backfill's MB/s
 	Limit1, LimitBulk   string
 	LimitSmall          string
+	// SkipStream and SkipLatency leave out the stream workloads (and their restart row) and the
+	// latency run, for quicker iterations on the backfill.
+	SkipStream, SkipLatency bool
 }
 
 // workerWarmup lets a fresh worker connect and poll before the pipeline starts, so its start-up
@@ -69,6 +72,39 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 	if err := p.WaitStream(ctx, LatencyTable, start, time.Minute); err != nil {
 		return out, err
 	}
+	if !o.SkipStream {
+		res, err := measureStream(ctx, conn, p, t, o, timeout, log)
+		out = append(out, res...)
+		if err != nil {
+			return out, err
+		}
+	}
+	if o.SkipLatency {
+		return out, nil
+	}
+	log.Info("latency", "sink", t.Kind, "rate", o.Rate, "for", o.LatencyFor)
+	probe, err := t.OpenProbe(ctx, p.Config)
+	if err != nil {
+		return out, err
+	}
+	defer probe.Close()
+	poll := 100 * time.Millisecond
+	lat, err := MeasureLatency(ctx, conn, probe, o.Rate, o.LatencyFor, poll, 60*time.Second)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, Result{Name: "sluice latency into " + t.Kind, Rows: lat.Rows, Elapsed: lat.Elapsed, Sink: t.Kind,
+		Kind: KindLatency, Latency: &lat,
+		Note: fmt.Sprintf("p50 %s, p99 %s, max %s; asked %d rows/s; %d of %d rows seen; sink polled every %s",
+			lat.P50.Round(time.Millisecond), lat.P99.Round(time.Millisecond), lat.Max.Round(time.Millisecond),
+			lat.Requested, lat.Seen, lat.Rows, poll)})
+	return out, nil
+}
+
+// measureStream measures the restart and the two stream workloads consumed from the backlog.
+func measureStream(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget, o SinkOptions, timeout time.Duration,
+	log *slog.Logger) ([]Result, error) {
+	var out []Result
 
 	restart, err := measureBacklog(ctx, conn, p, "restart with a 1-row marker", 0, timeout, func(context.Context) error { return nil })
 	if err != nil {
@@ -95,23 +131,6 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 	small.Name, small.Limit, small.Sink, small.Kind = "sluice stream into "+t.Kind+", single-row UPDATE transactions", o.LimitSmall, t.Kind, KindStreamSmall
 	small.Overhead, small.Note = restart.Elapsed, "backlog consumed from sluice start, restart included; net: without the restart row's time"
 	out = append(out, small)
-
-	log.Info("latency", "sink", t.Kind, "rate", o.Rate, "for", o.LatencyFor)
-	probe, err := t.OpenProbe(ctx, p.Config)
-	if err != nil {
-		return out, err
-	}
-	defer probe.Close()
-	poll := 100 * time.Millisecond
-	lat, err := MeasureLatency(ctx, conn, probe, o.Rate, o.LatencyFor, poll, 60*time.Second)
-	if err != nil {
-		return out, err
-	}
-	out = append(out, Result{Name: "sluice latency into " + t.Kind, Rows: lat.Rows, Elapsed: lat.Elapsed, Sink: t.Kind,
-		Kind: KindLatency, Latency: &lat,
-		Note: fmt.Sprintf("p50 %s, p99 %s, max %s; asked %d rows/s; %d of %d rows seen; sink polled every %s",
-			lat.P50.Round(time.Millisecond), lat.P99.Round(time.Millisecond), lat.Max.Round(time.Millisecond),
-			lat.Requested, lat.Seen, lat.Rows, poll)})
 	return out, nil
 }
 
