@@ -33,11 +33,16 @@ type Commit struct {
 	Faults *faults.Points
 }
 
-// EnsureTable creates or evolves the table's target in its sink. It is idempotent.
+// EnsureTable creates or evolves the table's target in its sink. It is idempotent. A target
+// that holds a position of another source than in.Source is left as it is: a non-retryable
+// SourceMismatch error.
 func (a *Commit) EnsureTable(ctx context.Context, in TableConfig) error {
 	sink, err := a.Sinks.Sink(ctx, in.Sink)
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
+	}
+	if _, _, err := storedPosition(ctx, sink, in); err != nil {
+		return err
 	}
 	if err := sink.EnsureTable(ctx, in.Spec); err != nil {
 		if sinks.IsPoison(err) {
@@ -67,13 +72,13 @@ func (a *Commit) LoadTable(ctx context.Context, in TableConfig) (LoadTableResult
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
-	pos, ok, err := sink.Position(ctx, in.Spec)
+	pos, ok, err := storedPosition(ctx, sink, in)
 	if err != nil {
-		return LoadTableResult{}, fmt.Errorf("reading committed position of table %s: %w", in.Table(), err)
+		return LoadTableResult{}, err
 	}
 	staged, err := a.Staging.ListAfter(ctx, in.Pipeline, in.Table(), pos, ok)
 	if errors.Is(err, batch.ErrDifferentSource) {
-		return LoadTableResult{}, sourceMismatch(in.Table(), err)
+		return LoadTableResult{}, sourceMismatch(in, err)
 	}
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("loading table %s: %w", in.Table(), err)
@@ -209,7 +214,7 @@ func (a *Commit) covered(ctx context.Context, sink sinks.Sink, in CommitBatchInp
 	}
 	c, err := in.Ref.Hi.Compare(pos)
 	if err != nil {
-		return pos, ok, false, sourceMismatch(in.Ref.Table, fmt.Errorf("batch %s: %w", in.Ref.Range(), err))
+		return pos, ok, false, sourceMismatch(in.Table, fmt.Errorf("batch %s: %w", in.Ref.Range(), err))
 	}
 	return pos, ok, c <= 0, nil
 }
@@ -307,9 +312,27 @@ func poisonBatch(ref staging.BatchRef, pos batch.SourcePosition, ok bool, cause 
 		ErrTypePoisonBatch, cause)
 }
 
-// sourceMismatch is the non-retryable error for positions of different sources.
-func sourceMismatch(table batch.TableName, err error) error {
+// storedPosition reads the position the table's target holds. A position of another source
+// than in.Source (when set) is a non-retryable SourceMismatch error.
+func storedPosition(ctx context.Context, sink sinks.Sink, in TableConfig) (batch.SourcePosition, bool, error) {
+	pos, ok, err := sink.Position(ctx, in.Spec)
+	if err != nil {
+		return pos, ok, fmt.Errorf("reading committed position of table %s: %w", in.Table(), err)
+	}
+	if ok && in.Source != nil && pos.Source != *in.Source {
+		return pos, ok, sourceMismatch(in, fmt.Errorf("the target holds position %s, this pipeline reads source %s: %w",
+			pos, *in.Source, batch.ErrDifferentSource))
+	}
+	return pos, ok, nil
+}
+
+// sourceMismatch is the non-retryable error for positions of different sources: the target's
+// stored position belongs to another source than the batches or the pipeline.
+func sourceMismatch(in TableConfig, err error) error {
 	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("table %s: %v; the database, its timeline or the slot changed since the table was committed: resync the table (signal resync) to re-snapshot it from the current source",
-			table, err), ErrTypeSourceMismatch, err)
+		fmt.Sprintf("table %s: the position stored in target %s belongs to another source (%v). "+
+			"Another pipeline or database writes this target, or the source was replaced (another cluster, a failover to a new timeline, a recreated slot). "+
+			"Nothing was written to the target. Give this table its own target (tables[].target), or, if the target should follow this source from now on, "+
+			"drop the target and run `sluice resume --table %s` to backfill it from this source",
+			in.Table(), in.Spec.Target, err, in.Table()), ErrTypeSourceMismatch, err)
 }

@@ -124,7 +124,7 @@ func TestCommitBatch(t *testing.T) {
 		{name: "every row covered, hi not: nothing applied", sinkPos: ptr(sp(200, 0)),
 			wantResult: CommitBatchResult{Position: sp(200, 0), Dropped: 3}},
 		{name: "another source is an error that says so", sinkPos: ptr(batch.SourcePosition{Source: batch.SourceID{SystemID: "42", Timeline: 2, Slot: "other"}, Position: batch.Position{LSN: 50}}),
-			wantErrType: ErrTypeSourceMismatch, wantInError: []string{"shop.orders", "different sources", "resync"}, wantStaged: true},
+			wantErrType: ErrTypeSourceMismatch, wantInError: []string{"shop.orders", "raw.orders", "another source", "different sources", "sluice resume --table shop.orders"}, wantStaged: true},
 		{name: "poison batch", applyErr: sinks.Poisonf("column %q of raw.orders is integer, cannot hold %q", "note", "n"),
 			wantErrType: ErrTypePoisonBatch, wantInError: []string{"poison batch", "shop.orders", "0/64:0..0/C8:5", `column "note"`, "send resume"}, wantStaged: true},
 		{name: "transient failure is retried", applyErr: errors.New("connection reset by peer"),

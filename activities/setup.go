@@ -56,6 +56,7 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 	}
 	for i, t := range in.Tables {
 		t.Spec.Schema = info.Schemas[i]
+		t.Source = &out.Source
 		out.Tables = append(out.Tables, t)
 	}
 	return out, nil

@@ -49,6 +49,10 @@ type TableConfig struct {
 	Sink     SinkRef         `json:"sink"`
 	// Key overrides the table's primary key (config tables[].key); empty means the primary key.
 	Key []string `json:"key,omitempty"`
+	// Source is the source the pipeline reads (set by SetupSource for the runs the pipeline
+	// starts). When set, a position the target holds from another source stops the table before
+	// anything is written; without it the first batch's commit notices.
+	Source *batch.SourceID `json:"source,omitempty"`
 }
 
 // Table returns the source table's name.

@@ -1,0 +1,77 @@
+package activities
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// ensureCounting is a fakeSink that counts EnsureTable calls.
+type ensureCounting struct {
+	*fakeSink
+	ensured atomic.Int32
+}
+
+func (s *ensureCounting) EnsureTable(context.Context, sinks.TableSpec) error {
+	s.ensured.Add(1)
+	return nil
+}
+
+// TestStoredPositionOfAnotherSource: a table that knows its pipeline's source refuses a target
+// holding another source's position in EnsureTable (before touching the target) and LoadTable,
+// with a SourceMismatch error that names table, target and what to do.
+func TestStoredPositionOfAnotherSource(t *testing.T) {
+	t.Parallel()
+	other := batch.SourceID{SystemID: "7399999999999999999", Timeline: 1, Slot: "sluice_other"}
+	tests := []struct {
+		name     string
+		source   *batch.SourceID // the table's configured source
+		stored   *batch.SourcePosition
+		wantType string
+	}{
+		{name: "same source", source: &testSource, stored: ptr(sp(100, 2))},
+		{name: "nothing stored", source: &testSource},
+		{name: "source not known (started by hand): the first commit decides", stored: ptr(batch.SourcePosition{Source: other})},
+		{name: "another cluster", source: &testSource, stored: ptr(batch.SourcePosition{Source: other, Position: batch.Position{LSN: 100}}),
+			wantType: ErrTypeSourceMismatch},
+		{name: "another slot", source: &testSource, stored: ptr(batch.SourcePosition{
+			Source: batch.SourceID{SystemID: testSource.SystemID, Timeline: 1, Slot: "sluice_p2"}, Position: batch.Position{LSN: 100}}),
+			wantType: ErrTypeSourceMismatch},
+		{name: "another timeline", source: &testSource, stored: ptr(batch.SourcePosition{
+			Source: batch.SourceID{SystemID: testSource.SystemID, Timeline: 2, Slot: testSource.Slot}, Position: batch.Position{LSN: 100}}),
+			wantType: ErrTypeSourceMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st, err := staging.OpenDir(context.Background(), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := &ensureCounting{fakeSink: &fakeSink{}}
+			if tt.stored != nil {
+				sink.pos, sink.hasPos = *tt.stored, true
+			}
+			in := testTable
+			in.Source = tt.source
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st})
+			wantIn := []string{"shop.orders", "raw.orders", "another source", "sluice resume --table shop.orders"}
+
+			_, err = env.ExecuteActivity("EnsureTable", in)
+			checkErr(t, err, tt.wantType, wantIn)
+			if ensured := sink.ensured.Load() == 1; ensured != (tt.wantType == "") {
+				t.Errorf("the sink's EnsureTable ran: %v, want %v", ensured, tt.wantType == "")
+			}
+			_, err = env.ExecuteActivity("LoadTable", in)
+			checkErr(t, err, tt.wantType, wantIn)
+		})
+	}
+}
