@@ -1,0 +1,116 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/couchbase/gocb/v2"
+)
+
+// CouchbaseSink reads Couchbase targets document by document: without the query service a
+// collection cannot be listed, so it gets the document of every key the source ever held (the
+// generator's universe) and counts a found document of a deleted key as extra.
+//
+// Encodings it normalizes (see the sink's package documentation): numbers are read as written
+// (never through float64, so a bigint beyond 2^53 compares exactly); numeric is a JSON string;
+// bytea is base64; json and jsonb are embedded JSON values; dates, times and timestamps are ISO
+// 8601 strings with at most 6 fractional digits (timestamp without zone, timestamptz with Z).
+// Every value maps exactly, so Expect changes nothing. A document key is the key's text, or
+// for a composite key the parts with % as %25 and : as %3A, joined by ::.
+type CouchbaseSink struct {
+	Bucket *gocb.Bucket
+	// Collection maps a workload table name to its scope and collection.
+	Collection func(table string) (scope, collection string)
+}
+
+// Name implements Sink.
+func (s CouchbaseSink) Name() string { return "couchbase" }
+
+// Expect implements Sink: Couchbase holds every workload value exactly.
+func (s CouchbaseSink) Expect(_ Column, v string) string { return v }
+
+// DocumentKey is the Couchbase document key of k.
+func DocumentKey(k Key) string {
+	if len(k) == 1 {
+		return k[0]
+	}
+	parts := make([]string, len(k))
+	for i, p := range k {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "%", "%25"), ":", "%3A")
+	}
+	return strings.Join(parts, "::")
+}
+
+// Read implements Sink.
+func (s CouchbaseSink) Read(ctx context.Context, t *Table, universe []Key) ([]Row, error) {
+	scope, coll := s.Collection(t.Name)
+	col := s.Bucket.Scope(scope).Collection(coll)
+	var out []Row
+	for _, k := range universe {
+		res, err := col.Get(DocumentKey(k), &gocb.GetOptions{Context: ctx})
+		if errors.Is(err, gocb.ErrDocumentNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get %s: %w", DocumentKey(k), err)
+		}
+		var raw json.RawMessage
+		if err := res.Content(&raw); err != nil {
+			return nil, fmt.Errorf("document %s: %w", DocumentKey(k), err)
+		}
+		vals, err := documentValues(t, raw)
+		if err != nil {
+			return nil, fmt.Errorf("document %s: %w", DocumentKey(k), err)
+		}
+		out = append(out, t.row(vals))
+	}
+	return out, nil
+}
+
+// documentValues decodes a document body into one text per column of t, for Canon.
+func documentValues(t *Table, raw []byte) ([]string, error) {
+	var body map[string]json.RawMessage
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&body); err != nil {
+		return nil, err
+	}
+	vals := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		v, ok := body[c.Name]
+		if !ok {
+			vals[i] = "absent"
+			continue
+		}
+		if string(v) == "null" {
+			vals[i] = Null
+			continue
+		}
+		switch c.Kind {
+		case JSON, Int4Array, TextArray, Int2, Int4, Int8, Float4, Float8, Bool:
+			vals[i] = string(v)
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			vals[i] = "not a string: " + string(v)
+			continue
+		}
+		if c.Kind == Bytea {
+			b, err := base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				vals[i] = "not base64: " + s
+				continue
+			}
+			s = hex.EncodeToString(b)
+		}
+		vals[i] = s
+	}
+	return vals, nil
+}
