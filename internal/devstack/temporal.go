@@ -33,7 +33,11 @@ func (s *Stack) startTemporal(ctx context.Context) (Info, error) {
 		return Info{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	ports := make([]int, 4)
+	ports[0] = s.previousPort(ServiceTemporal) // a restarted server keeps its frontend address
 	for i := range ports {
+		if ports[i] != 0 {
+			continue
+		}
 		if ports[i], err = freePort(); err != nil {
 			return Info{}, err
 		}

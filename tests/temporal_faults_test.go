@@ -1,0 +1,311 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+
+	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/netfault"
+	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/workflows"
+)
+
+// startProxy puts a netfault proxy in front of target, served until cleanup.
+func startProxy(t *testing.T, target string) *netfault.Proxy {
+	t.Helper()
+	px, err := netfault.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := px.Serve(context.Background()); err != nil {
+			t.Errorf("proxy to %s: %v", target, err)
+		}
+	})
+	t.Cleanup(func() { _ = px.Close(); wg.Wait() })
+	return px
+}
+
+// liveWriter writes to the pipeline's source in rounds (inserts, updates, deletes) until stop
+// is called, which returns the number of rounds. A round whose statement fails ends the writer
+// (the comparison is with what the source holds afterwards).
+type liveWriter struct {
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// startWriting starts a liveWriter on p's source; key ranges from base on are its own.
+func startWriting(p *icebergPipeline, base int) *liveWriter {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &liveWriter{cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		i := 0
+		for ; ctx.Err() == nil; i++ {
+			lo := base + i*200
+			if err := execSQL(ctx, p.dsn,
+				itemsSeed(lo, lo+199),
+				fmt.Sprintf(`UPDATE public.items SET qty = coalesce(qty, 0) + 1, name = name || '+' WHERE id %% 31 = %d AND id < %d`, i%31, lo),
+				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, lo-190, lo-181)); err != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(150 * time.Millisecond): // pacing, not synchronisation
+			}
+		}
+		w.done <- i
+	}()
+	return w
+}
+
+func (w *liveWriter) stop() int {
+	w.cancel()
+	return <-w.done
+}
+
+// pendingCommit returns the table's pending CommitBatch activity, if any.
+func pendingCommit(ctx context.Context, p *icebergPipeline) (*workflowpb.PendingActivityInfo, error) {
+	desc, err := p.temporal.DescribeWorkflowExecution(ctx, workflows.TableWorkflowID(p.name, itemsTable), "")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range desc.GetPendingActivities() {
+		if a.GetActivityType().GetName() == "CommitBatch" {
+			return a, nil
+		}
+	}
+	return nil, nil
+}
+
+// commitCutMidway waits until the table's CommitBatch runs on the worker and cuts the
+// worker's connection to Temporal at once. It returns the connections closed and whether the
+// commit was still running (pending, started) right after the cut: a commit that finished in
+// between can report nothing, so the caller restores and tries again.
+func commitCutMidway(t *testing.T, p *icebergPipeline, px *netfault.Proxy) (int, bool) {
+	t.Helper()
+	var cut int
+	err := localrun.WaitFor(context.Background(), "a CommitBatch to run on the worker", 2*time.Minute, 20*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			a, err := pendingCommit(ctx, p)
+			if err != nil || a == nil || a.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				return false, "no CommitBatch started", err
+			}
+			cut = px.Cut()
+			return true, "", nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := pendingCommit(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cut, a != nil && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED
+}
+
+// TestWorkerLosesTemporalConnectionWithBatchesInFlight cuts the only worker's connection to the
+// Temporal frontend (a TCP proxy in front of the real server, given to the worker alone through
+// SLUICE_TEMPORAL_ADDRESS) while a CommitBatch runs on it and the source keeps being written,
+// for longer than the commit heartbeat timeout (20 s) and the reader's (30 s). The server times
+// the in-flight commit out and schedules it again (the test sees attempt > 1 with a heartbeat
+// timeout); when the connection is restored the same worker reconnects, the batches it had been
+// delivered but not acked are redelivered and committed (or skipped as covered), the reader
+// resumes from the slot, and the sink equals the source key by key.
+func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
+	t.Parallel()
+	sinks := []struct {
+		name string
+		open func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline))
+	}{
+		{"iceberg", func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline)) {
+			p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 5000))
+			return p, func(p *icebergPipeline) { p.waitEqual("public.items", "raw.items", "id", itemColumns) }
+		}},
+		{"clickhouse", func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline)) {
+			p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 5000))
+			return p, func(p *icebergPipeline) { p.waitEqualTo("public.items", "id", e2eColumns, read) }
+		}},
+	}
+	for _, sk := range sinks {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			p, waitEqual := sk.open(t)
+			px := startProxy(t, testenv.Temporal(t))
+			p.workerEnv("worker", "SLUICE_TEMPORAL_ADDRESS="+px.Addr())
+			p.sluice("start")
+			p.waitStream(itemsTable)
+			if px.Live() == 0 {
+				t.Fatal("the worker streams but holds no connection through the proxy: it does not use SLUICE_TEMPORAL_ADDRESS")
+			}
+
+			w := startWriting(p, 100000)
+			const hold = 40 * time.Second // past the commit (20 s) and reader (30 s) heartbeat timeouts
+			var retried string
+			for try := 1; retried == ""; try++ {
+				cut, inFlight := commitCutMidway(t, p, px)
+				cutAt := time.Now()
+				t.Logf("try %d: cut %d connections, commit still running after the cut: %v", try, cut, inFlight)
+				if cut == 0 {
+					t.Fatal("the cut closed no connection")
+				}
+				// The server must time the in-flight commit out and schedule it again.
+				err := localrun.WaitFor(context.Background(), "CommitBatch to be timed out and rescheduled while the worker is cut off", hold, time.Second,
+					func(ctx context.Context) (bool, string, error) {
+						a, err := pendingCommit(ctx, p)
+						if err != nil || a == nil {
+							return false, "no pending CommitBatch", err
+						}
+						if a.GetAttempt() > 1 && a.GetLastFailure() != nil {
+							retried = fmt.Sprintf("attempt %d, state %s, last failure %q", a.GetAttempt(), a.GetState(), a.GetLastFailure().GetMessage())
+							return true, "", nil
+						}
+						return false, fmt.Sprintf("attempt %d state %s", a.GetAttempt(), a.GetState()), nil
+					})
+				if err != nil && (inFlight || try >= 4) {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Until(cutAt.Add(hold))) // keep the session down for the whole hold
+				if px.Live() != 0 {
+					t.Fatalf("%d connections went through the proxy while it was cut", px.Live())
+				}
+				px.Restore()
+				t.Logf("try %d: restored after %s; %s", try, time.Since(cutAt).Round(time.Second), retried)
+			}
+			if !strings.Contains(strings.ToLower(retried), "heartbeat") {
+				t.Errorf("the redelivered CommitBatch failed for another reason than its heartbeat: %s", retried)
+			}
+
+			// Keep writing a little after the reconnection, then wait for the sink.
+			restored := time.Now()
+			err := localrun.WaitFor(context.Background(), "the worker to reconnect through the proxy", 2*time.Minute, time.Second,
+				func(context.Context) (bool, string, error) {
+					return px.Live() > 0, fmt.Sprintf("stats %+v", px.Stats()), nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+			rounds := w.stop()
+			p.exec(liveItemChanges...)
+			waitEqual(p)
+			t.Logf("%d write rounds; proxy %+v; equal %s after the restore", rounds, px.Stats(), time.Since(restored).Round(time.Second))
+
+			// The redelivered commit finished: the table streams again, with nothing pending.
+			err = localrun.WaitFor(context.Background(), "the table to drain its queue", 2*time.Minute, time.Second,
+				func(ctx context.Context) (bool, string, error) {
+					st, err := localrun.TableStatus(ctx, p.temporal, p.name, itemsTable, p.started)
+					if err != nil {
+						return false, "", err
+					}
+					return st.Phase == workflows.PhaseStream && st.QueueLength == 0 && st.LastError == "",
+						fmt.Sprintf("phase %s queue %d error %q", st.Phase, st.QueueLength, st.LastError), nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// workflowRun is one workflow's current run as the server describes it.
+type workflowRun struct {
+	id, runID, firstRunID string
+	status                enumspb.WorkflowExecutionStatus
+}
+
+func describeRun(ctx context.Context, p *icebergPipeline, id string) (workflowRun, error) {
+	desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return workflowRun{}, err
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	return workflowRun{id: id, runID: info.GetExecution().GetRunId(), firstRunID: info.GetFirstRunId(), status: info.GetStatus()}, nil
+}
+
+// TestTemporalServerRestartMidStream stops a private Temporal dev server (its own devstack
+// directory; the dev server keeps its history in a sqlite file there) while the pipeline
+// streams and the source keeps being written, leaves it down 15 seconds, and starts it again on
+// the same address with the same database. The worker and the test's client reconnect on their
+// own; the pipeline's workflows are the same executions (the same run, or runs continued from
+// it), running, and streaming again; the sink equals the source key by key.
+func TestTemporalServerRestartMidStream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stack, tmp := privateService(t, devstack.ServiceTemporal)
+	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"},
+		SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}, Temporal: tmp.Addr})
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	ids := []string{workflows.SourceWorkflowID(p.name), workflows.TableWorkflowID(p.name, itemsTable)}
+	before := map[string]workflowRun{}
+	for _, id := range ids {
+		r, err := describeRun(ctx, p, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[id] = r
+	}
+
+	w := startWriting(p, 100000)
+	time.Sleep(2 * time.Second) // let writes be in flight when the server stops
+	if err := stack.Halt(ctx, devstack.ServiceTemporal); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	time.Sleep(15 * time.Second) // the outage itself
+	back, err := stack.Ensure(ctx, devstack.ServiceTemporal)
+	if err != nil {
+		t.Fatalf("restarting the private temporal: %v", err)
+	}
+	if back.Addr != tmp.Addr {
+		t.Fatalf("temporal came back on %s, not %s: workers configured with the old address cannot reach it", back.Addr, tmp.Addr)
+	}
+	if back.PID == tmp.PID {
+		t.Fatalf("temporal was not restarted (same pid %d)", tmp.PID)
+	}
+	t.Logf("temporal down for %s", time.Since(down).Round(time.Second))
+	time.Sleep(5 * time.Second) // writes go on after the restart too
+	rounds := w.stop()
+	p.exec(liveItemChanges...)
+	restarted := time.Now()
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+	t.Logf("%d write rounds; equal %s after the restart", rounds, time.Since(restarted).Round(time.Second))
+
+	// The same executions carry on: the history survived the restart.
+	for _, id := range ids {
+		r, err := describeRun(ctx, p, id)
+		if err != nil {
+			t.Fatalf("after the restart: %v", err)
+		}
+		b := before[id]
+		if r.status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Errorf("%s is %s after the restart", id, r.status)
+		}
+		if r.runID != b.runID && r.firstRunID != b.firstRunID {
+			t.Errorf("%s is a new execution after the restart (run %s, first run %s; before: run %s, first run %s)",
+				id, r.runID, r.firstRunID, b.runID, b.firstRunID)
+		}
+	}
+	// And the table streams again: new writes reach the sink.
+	p.exec(itemsSeed(300001, 300100), `DELETE FROM public.items WHERE id BETWEEN 300001 AND 300010`)
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+	st, err := localrun.TableStatus(ctx, p.temporal, p.name, itemsTable, p.started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Phase != workflows.PhaseStream || st.LastError != "" {
+		t.Errorf("table after the restart: phase %s, last error %q", st.Phase, st.LastError)
+	}
+}
