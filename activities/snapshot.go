@@ -36,12 +36,6 @@ type Snapshot struct {
 	open map[string]*heldSnapshot // by exported snapshot name
 }
 
-// heldSnapshot is an exported snapshot this worker holds for a table's session.
-type heldSnapshot struct {
-	table batch.TableName
-	snap  *source.Snapshot
-}
-
 // SnapshotInfo describes an exported snapshot.
 type SnapshotInfo struct {
 	// Name is the exported snapshot's name (SET TRANSACTION SNAPSHOT takes it).
@@ -125,7 +119,8 @@ type CopyChunkResult struct {
 }
 
 // CopyChunk reads one keyset-paginated chunk under the snapshot and applies it to the sink as a
-// snapshot batch (rows only, zero Hi). Re-applying a chunk is idempotent (upsert by key).
+// snapshot batch (rows only, zero Hi). Re-applying a chunk is idempotent (upsert by key). Unless
+// the chunk is the last, the next one is read ahead while this one is applied.
 func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkResult, error) {
 	held, err := a.held(in.Snapshot.Name, in.Table.Table())
 	if err != nil {
@@ -138,19 +133,11 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 			fmt.Sprintf("table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys)),
 			ErrTypeSourceSetup, nil)
 	}
-	// The cursor is the previous chunk's last row; only its key columns are carried.
-	var after []batch.Value
-	if len(in.After) > 0 {
-		after = make([]batch.Value, len(schema.Columns))
-		for i, k := range keys {
-			after[k] = batch.Value{Text: []byte(in.After[i])}
-		}
-	}
 	limit := in.MaxRows
 	if limit <= 0 {
 		limit = 50_000
 	}
-	changes, err := held.snap.ReadChunk(ctx, schema, after, limit)
+	changes, err := held.readChunk(ctx, schema, in.After, limit)
 	if err != nil {
 		return CopyChunkResult{}, sourceError(fmt.Sprintf("reading a chunk of table %s", schema.Table), err)
 	}
@@ -162,6 +149,10 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 	}
 	for _, k := range keys {
 		res.Last = append(res.Last, string(changes[len(changes)-1].Values[k].Text))
+	}
+	if !res.Done {
+		// The next chunk is read while this one is written (see heldSnapshot).
+		held.readAheadFrom(ctx, schema, res.Last, limit)
 	}
 	if err := a.apply(ctx, in.Table, changes, batch.SourcePosition{}); err != nil {
 		return CopyChunkResult{}, err
@@ -255,6 +246,7 @@ func (a *Snapshot) release(ctx context.Context, match func(*heldSnapshot) bool) 
 	}
 	a.mu.Unlock()
 	for _, h := range closing {
+		h.stopReadAhead()
 		if err := h.snap.Close(context.WithoutCancel(ctx)); err != nil {
 			logOrDiscard(a.Logger).Warn("closing snapshot", "table", h.table.String(), "err", err)
 		}

@@ -198,8 +198,9 @@ func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []b
 	}
 	changes := make([]batch.Change, 0, limit)
 	pos := batch.Position{LSN: s.lsn}
+	var rows rowArena
 	for rr.NextRow() {
-		changes = append(changes, batch.Change{Op: batch.OpSnapshot, Pos: pos, CommitTS: s.ts, Values: copyRow(rr.Values())})
+		changes = append(changes, batch.Change{Op: batch.OpSnapshot, Pos: pos, CommitTS: s.ts, Values: rows.copyRow(rr.Values())})
 	}
 	if _, err := rr.Close(); err != nil {
 		return nil, fmt.Errorf("reading table %s under snapshot %s: %w", schema.Table, s.name, err)
@@ -207,22 +208,44 @@ func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []b
 	return changes, nil
 }
 
-// copyRow copies a row's values out of the connection's buffer into one allocation.
-func copyRow(raw [][]byte) []batch.Value {
+// rowArena copies rows out of the connection's buffer into a few large allocations instead of
+// two per row: values and bytes are carved from slabs that the rows of a chunk share. A row's
+// slices are capped at their length, so appending to one never writes into another.
+type rowArena struct {
+	vals []batch.Value
+	buf  []byte
+}
+
+// arenaRows and arenaBytes size the slabs: large enough to make allocations rare, small enough
+// that a short chunk does not hold much unused memory.
+const (
+	arenaRows  = 4096
+	arenaBytes = 1 << 20
+)
+
+// copyRow copies one row's values (nil is NULL) into the arena.
+func (a *rowArena) copyRow(raw [][]byte) []batch.Value {
 	n := 0
 	for _, v := range raw {
 		n += len(v)
 	}
-	buf := make([]byte, 0, n)
-	vals := make([]batch.Value, len(raw))
+	if len(a.vals)+len(raw) > cap(a.vals) {
+		a.vals = make([]batch.Value, 0, max(arenaRows*len(raw), len(raw)))
+	}
+	if len(a.buf)+n > cap(a.buf) {
+		a.buf = make([]byte, 0, max(arenaBytes, n))
+	}
+	start := len(a.vals)
+	a.vals = a.vals[:start+len(raw)]
+	vals := a.vals[start : start+len(raw) : start+len(raw)]
 	for i, v := range raw {
 		if v == nil {
-			vals[i].Null = true
+			vals[i] = batch.Value{Null: true}
 			continue
 		}
-		start := len(buf)
-		buf = append(buf, v...)
-		vals[i].Text = buf[start:len(buf):len(buf)]
+		b := len(a.buf)
+		a.buf = append(a.buf, v...)
+		vals[i] = batch.Value{Text: a.buf[b:len(a.buf):len(a.buf)]}
 	}
 	return vals
 }
@@ -242,4 +265,25 @@ func (s *Snapshot) queryRow(ctx context.Context, sql string, params ...[]byte) (
 		return nil, fmt.Errorf("want 1 row, got %d", len(res.Rows))
 	}
 	return res.Rows[0], nil
+}
+
+// copyRow copies one row's values out of the connection's buffer into one allocation of its own
+// (for rows that outlive the read, unlike a chunk's).
+func copyRow(raw [][]byte) []batch.Value {
+	n := 0
+	for _, v := range raw {
+		n += len(v)
+	}
+	buf := make([]byte, 0, n)
+	vals := make([]batch.Value, len(raw))
+	for i, v := range raw {
+		if v == nil {
+			vals[i].Null = true
+			continue
+		}
+		start := len(buf)
+		buf = append(buf, v...)
+		vals[i].Text = buf[start:len(buf):len(buf)]
+	}
+	return vals
 }
