@@ -20,6 +20,9 @@ const (
 	CouchbaseBucket   = "default"
 )
 
+// logCapBytes is how much of gocaves' output its log keeps.
+const logCapBytes = 16 << 20
+
 func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
 	bin, err := s.tool("gocaves", filepath.Join(s.Cache, "bin", "gocaves"))
 	if err != nil {
@@ -31,7 +34,14 @@ func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
 	}
 	logPath := filepath.Join(dir, "gocaves.log")
 	_ = os.Remove(logPath) // the connection string is read from a fresh log
-	cmd := exec.Command(bin, "--mock-only")
+	// gocaves logs every packet it receives (GBs under a benchmark), with no flag to quiet it: its
+	// output goes through dd, which passes the first logCapBytes on as they come (the connection
+	// string is in the first lines; head would buffer it), then cat discards the rest, so the
+	// mock never blocks on a full pipe. The shell leads its own process group, which Stop
+	// signals as a whole.
+	cmd := exec.Command("/bin/sh", "-c",
+		fmt.Sprintf(`"$0" --mock-only 2>&1 | { dd bs=64k iflag=count_bytes count=%d status=none; echo; echo "[gocaves log capped at %d bytes by devstack]"; cat >/dev/null; }`, logCapBytes, logCapBytes),
+		bin)
 	cmd.Dir = dir
 	if err := spawn(cmd, logPath); err != nil {
 		return Info{}, err

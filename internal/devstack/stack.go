@@ -254,7 +254,13 @@ func (s *Stack) stopInfo(info Info) error {
 	if !alive(info.PID) {
 		return nil
 	}
-	if err := syscall.Kill(info.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	// gocaves runs under a shell that caps its log (startCouchbase): signal the whole group,
+	// which spawn made the service's own (Setsid).
+	target := info.PID
+	if info.Service == ServiceCouchbase {
+		target = -info.PID
+	}
+	if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -264,7 +270,7 @@ func (s *Stack) stopInfo(info Info) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := syscall.Kill(target, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	return nil

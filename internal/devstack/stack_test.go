@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +120,36 @@ func TestEnsureIsIdempotentAndStopStopsByPID(t *testing.T) {
 	}
 	if _, err := s.Info(ServicePostgres); !os.IsNotExist(err) {
 		t.Fatalf("state file left after Stop: %v", err)
+	}
+}
+
+// TestCouchbaseBehindLogCapperStartsAndStops starts gocaves (behind the shell that caps its log) in a stack of its own: it answers
+// (Ensure waits for a bucket), its log keeps the connection string, and Stop leaves no process of
+// its group (the shell, gocaves and the log capper) behind.
+func TestCouchbaseBehindLogCapperStartsAndStops(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := New(filepath.Join(t.TempDir(), "stack"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	info, err := s.Ensure(ctx, ServiceCouchbase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if connstr, err := gocavesConnstr(info.Log); err != nil || connstr != info.URL {
+		t.Fatalf("log gives connstr %q (%v), want %q", connstr, err, info.URL)
+	}
+	if err := s.Stop(ctx, ServiceCouchbase); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for syscall.Kill(-info.PID, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d still has processes 20 s after Stop", info.PID)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
