@@ -156,12 +156,12 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	if err != nil {
 		return CommitBatchResult{}, err
 	}
-	if a.Faults.Fires(faults.CommitAckBeforeWrite, ref.Table.String()) {
+	if a.Faults.Fires(faults.CommitAckBeforeWrite, ref) {
 		// The deliberately broken commit path of the mutation test: acknowledge, crash, never write.
 		_ = a.Staging.Acknowledge(ctx, ref)
-		a.Faults.Crash(faults.CommitAckBeforeWrite, ref.Table.String())
+		a.Faults.Crash(faults.CommitAckBeforeWrite, ref)
 	}
-	a.Faults.Hit(faults.CommitBeforeWrite, ref.Table.String())
+	a.Faults.Hit(faults.CommitBeforeWrite, ref)
 	err = sink.Apply(ctx, sinks.Batch{Spec: spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi})
 	if sinks.IsPoison(err) {
 		return CommitBatchResult{}, poisonBatch(ref, pos, ok, err)
@@ -169,12 +169,12 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	if err != nil {
 		return CommitBatchResult{}, fmt.Errorf("applying batch %s to table %s: %w", ref.Range(), ref.Table, err)
 	}
-	a.Faults.Hit(faults.CommitAfterWrite, ref.Table.String())
+	a.Faults.Hit(faults.CommitAfterWrite, ref)
 	if err := a.Staging.Acknowledge(ctx, ref); err != nil {
 		// Retried: the next attempt finds the batch covered and only acknowledges it.
 		return CommitBatchResult{}, err
 	}
-	a.Faults.Hit(faults.CommitAfterAck, ref.Table.String())
+	a.Faults.Hit(faults.CommitAfterAck, ref)
 	activity.GetLogger(ctx).Info("committed batch", "table", ref.Table.String(), "lo", ref.Lo.Position.String(),
 		"hi", ref.Hi.Position.String(), "rows", rec.NumRows(), "dropped", dropped)
 	res := CommitBatchResult{Position: ref.Hi, Rows: rec.NumRows(), Dropped: dropped}
@@ -331,7 +331,7 @@ func storedPosition(ctx context.Context, sink sinks.Sink, in TableConfig) (batch
 func sourceMismatch(in TableConfig, err error) error {
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("table %s: the position stored in target %s belongs to another source (%v). "+
-			"Another pipeline or database writes this target, or the source was replaced (another cluster, a failover to a new timeline, a recreated slot). "+
+			"Another pipeline or database writes this target, or the source was replaced (another cluster, a failover to a new timeline, another slot). "+
 			"Nothing was written to the target. Give this table its own target (tables[].target), or, if the target should follow this source from now on, "+
 			"drop the target and run `sluice resume --table %s` to backfill it from this source",
 			in.Table(), in.Spec.Target, err, in.Table()), ErrTypeSourceMismatch, err)

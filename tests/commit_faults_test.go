@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,8 +14,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/pipeline"
+	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/workflows"
 )
 
@@ -141,9 +146,73 @@ func armedWorker(t *testing.T, p *icebergPipeline, point faults.Point) (*commitF
 	w := startCommitFaultWriter(p)
 	waitKilledAt(t, armed, point)
 	crashedAt := p.currentLSN(context.Background())
-	t.Logf("worker %d killed itself at %s (WAL at %d)", armed.PID(), point, crashedAt)
+	checkCrashState(t, p, armed, point)
 	p.worker("rescuer")
 	return w, waitCommittedPast(t, p, crashedAt)
+}
+
+// checkCrashState reads the batch the armed worker crashed on from its log line and checks, with
+// no worker running, that the sink and the staging store are in the state the point says: before
+// the write, the sink's position is below the batch's hi and the file is staged; after the
+// write, the position covers hi and the file is still staged; after the mutation, the position
+// is below hi and the file is gone.
+func checkCrashState(t *testing.T, p *icebergPipeline, armed *localrun.Worker, point faults.Point) {
+	t.Helper()
+	b, err := os.ReadFile(armed.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "fault injected") {
+			line = l
+		}
+	}
+	field := func(name string) string {
+		m := regexp.MustCompile(`\b` + name + `=("[^"]*"|\S+)`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("the crash line names no %s: %q", name, line)
+		}
+		return strings.Trim(m[1], `"`)
+	}
+	hi, err := batch.ParsePosition(field("hi"))
+	if err != nil {
+		t.Fatalf("hi in the crash line %q: %v", line, err)
+	}
+	file := strings.TrimPrefix(field("uri"), "file://")
+	_, statErr := os.Stat(file)
+	staged := statErr == nil
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		t.Fatal(statErr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sink, err := pipeline.Open(ctx, p.cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close(context.Background())
+	pos, ok, err := sink.Position(ctx, sinks.TableSpec{Target: p.cfg.Tables[0].Target, Schema: batch.Schema{Table: itemsTable}})
+	if err != nil {
+		t.Fatalf("reading the committed position at the crash: %v", err)
+	}
+	written := ok && !pos.Position.Less(hi)
+	t.Logf("worker %d killed itself at %s on batch %s: sink position %s, staged file present: %v",
+		armed.PID(), point, field("batch"), pos.Position, staged)
+	want, known := map[faults.Point]struct{ written, staged bool }{
+		faults.CommitBeforeWrite:    {written: false, staged: true},
+		faults.CommitAfterWrite:     {written: true, staged: true},
+		faults.CommitAckBeforeWrite: {written: false, staged: false},
+	}[point]
+	if !known {
+		t.Fatalf("no expected state for point %s", point)
+	}
+	wantWritten, wantStaged := want.written, want.staged
+	if written != wantWritten || staged != wantStaged {
+		t.Fatalf("at %s the sink holds the batch (position %s, hi %s): %v, want %v; its file is staged: %v, want %v",
+			point, pos.Position, hi, written, wantWritten, staged, wantStaged)
+	}
 }
 
 // waitCommittedPast waits until the table's running workflow reports a committed position past

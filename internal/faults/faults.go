@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/sluicecdc/sluice/staging"
 )
 
 // EnvVar is the environment variable a worker reads its faults from. Testing only.
@@ -123,7 +125,7 @@ func pointList() string {
 type Points struct {
 	faults []Fault
 	log    *slog.Logger
-	crash  func() // kills the process; replaced by this package's tests
+	crash  func() // kills the process; this package's tests replace it to record instead
 
 	mu     sync.Mutex
 	passes []int // per fault: passes of its point (for its table) so far
@@ -157,13 +159,14 @@ func (p *Points) String() string {
 	return strings.Join(s, ",")
 }
 
-// Fires counts a pass of point for table ("schema.table") and reports whether a fault armed
-// there fires on this pass. A fault fires once, on its Nth pass. Hook sites of a mutation call
-// it, break the path, then call Crash; plain kill points call Hit.
-func (p *Points) Fires(point Point, table string) bool {
+// Fires counts a pass of point with the batch ref (of table ref.Table) and reports whether a
+// fault armed there fires on this pass. A fault fires once, on its Nth pass. Hook sites of a
+// mutation call it, break the path, then call Crash; plain kill points call Hit.
+func (p *Points) Fires(point Point, ref staging.BatchRef) bool {
 	if p == nil {
 		return false
 	}
+	table := ref.Table.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fires := false
@@ -179,21 +182,23 @@ func (p *Points) Fires(point Point, table string) bool {
 	return fires
 }
 
-// Crash logs that the fault at point fires for table and SIGKILLs this process. It does not
-// return.
-func (p *Points) Crash(point Point, table string) {
+// Crash logs that the fault at point fires on the batch ref, naming the batch (its table, range,
+// hi and staged file, so a test can check the sink and the staging store at the crash), and
+// SIGKILLs this process. It does not return.
+func (p *Points) Crash(point Point, ref staging.BatchRef) {
 	if p == nil {
 		return
 	}
 	p.log.Error("fault injected: killing this process with SIGKILL (testing hook "+EnvVar+")",
-		"point", string(point), "table", table, "faults", p.String())
+		"point", string(point), "table", ref.Table.String(), "batch", ref.Range(),
+		"hi", ref.Hi.Position.String(), "uri", ref.URI, "faults", p.String())
 	p.crash()
 }
 
-// Hit is a pass of point for table: when a fault armed there fires, the process is SIGKILLed
-// and Hit does not return.
-func (p *Points) Hit(point Point, table string) {
-	if p.Fires(point, table) {
-		p.Crash(point, table)
+// Hit is a pass of point with the batch ref: when a fault armed there fires, the process is
+// SIGKILLed and Hit does not return.
+func (p *Points) Hit(point Point, ref staging.BatchRef) {
+	if p.Fires(point, ref) {
+		p.Crash(point, ref)
 	}
 }

@@ -1,9 +1,14 @@
 package faults
 
 import (
+	"bytes"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/staging"
 )
 
 func TestParse(t *testing.T) {
@@ -100,7 +105,7 @@ func TestFires(t *testing.T) {
 			var got []int
 			for i, ps := range c.passes {
 				before := crashes
-				p.Hit(ps.point, ps.table)
+				p.Hit(ps.point, refOf(ps.table))
 				if crashes > before {
 					got = append(got, i)
 				}
@@ -119,12 +124,39 @@ func TestNilIsNoOp(t *testing.T) {
 	if err != nil || p != nil {
 		t.Fatalf("New(\"\") = %v, %v; want nil, nil", p, err)
 	}
-	if p.Fires(CommitBeforeWrite, "a.x") {
+	if p.Fires(CommitBeforeWrite, refOf("a.x")) {
 		t.Fatal("nil Points fired")
 	}
-	p.Hit(CommitAfterWrite, "a.x")
-	p.Crash(CommitAfterAck, "a.x")
+	p.Hit(CommitAfterWrite, refOf("a.x"))
+	p.Crash(CommitAfterAck, refOf("a.x"))
 	if p.String() != "" {
 		t.Fatalf("nil Points = %q", p.String())
+	}
+}
+
+// refOf is a batch ref of table "schema.name".
+func refOf(table string) staging.BatchRef {
+	schema, name, _ := strings.Cut(table, ".")
+	return staging.BatchRef{Table: batch.TableName{Schema: schema, Name: name}}
+}
+
+// TestCrashNamesTheBatch checks the crash's log line names the point and the batch, so a test
+// can check the sink and the staging store at the moment of the crash.
+func TestCrashNamesTheBatch(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	p, err := New("commit.after-write:kill", slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.crash = func() {}
+	ref := refOf("public.items")
+	ref.Hi.Position = batch.Position{LSN: 0x16B3748, Seq: 12}
+	ref.URI = "file:///staging/x.arrow"
+	p.Hit(CommitAfterWrite, ref)
+	for _, want := range []string{"fault injected", "point=commit.after-write", "table=public.items", "hi=0/16B3748:12", "uri=file:///staging/x.arrow"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("crash log %q does not hold %q", buf.String(), want)
+		}
 	}
 }

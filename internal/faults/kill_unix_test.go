@@ -22,9 +22,9 @@ func TestHitKillsTheProcess(t *testing.T) {
 		if err != nil {
 			os.Exit(3)
 		}
-		p.Hit(CommitBeforeWrite, "public.items")
+		p.Hit(CommitBeforeWrite, refOf("public.items"))
 		os.Stdout.WriteString("first pass survived\n")
-		p.Hit(CommitBeforeWrite, "public.items")
+		p.Hit(CommitBeforeWrite, refOf("public.items"))
 		os.Stdout.WriteString("second pass survived\n")
 		os.Exit(0)
 	}
