@@ -102,6 +102,11 @@ func (s *Sink) insert(ctx context.Context, l *layout, values []any, rows int) er
 	for i, v := range values {
 		if err := bt.Column(i).Append(v); err != nil {
 			_ = bt.Abort()
+			if cols := bt.Columns(); i < len(cols) {
+				if err := retypedColumn(l, l.cols[i], string(cols[i].Type()), err); err != nil {
+					return err
+				}
+			}
 			return classify(err, "table %s: converting column %s of %s.%s", l.source, l.cols[i].name, l.db, l.name)
 		}
 	}
@@ -207,4 +212,18 @@ func (l *layout) valueError(c column, positions []batch.Position, err error) err
 		return sinks.Poison(fmt.Errorf("table %s column %q (ClickHouse %s), row at %s: %w", l.source, c.name, c.typ, positions[re.row], err))
 	}
 	return sinks.Poison(fmt.Errorf("table %s column %q (ClickHouse %s): %w", l.source, c.name, c.typ, err))
+}
+
+// retypedColumn returns the poison error of a column whose type in ClickHouse (have, as the
+// insert's block reports it) is not the type Sluice writes for it, with the fix, or nil when the
+// types agree. A column retyped outside Sluice otherwise fails with only the driver's conversion
+// message.
+func retypedColumn(l *layout, c column, have string, err error) error {
+	if have == "" || have == c.typ {
+		return nil
+	}
+	return sinks.Poisonf("table %s: column %s of %s.%s is %s in ClickHouse, but Sluice writes %s for it (was it "+
+		"changed outside Sluice?); change it back with ALTER TABLE %s MODIFY COLUMN %s %s, or drop the table to "+
+		"backfill it again, then resume the table: %w", l.source, c.name, l.db, l.name, have, c.typ,
+		l.qualified(), quote(c.name), c.typ, err)
 }
