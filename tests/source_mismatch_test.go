@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/internal/localrun"
+)
+
+// TestStoredPositionFromAnotherSourceStops runs pipeline A into an Iceberg target until it has
+// committed, then starts pipeline B, configured by mistake with the same target but reading
+// another database of the same cluster (so another slot: another source). B's table must stop at
+// once, before it writes anything and whether or not its source changes, with a non-retryable
+// SourceMismatch error that names the table and the target, says the stored position belongs to
+// another source and what to do; A's rows and committed position in the target are untouched.
+func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 3000))
+	a.worker("worker-a")
+	a.sluice("start")
+	a.waitStream(itemsTable)
+	a.exec(liveItemChanges...)
+	a.waitEqual("public.items", "raw.items", "id", itemColumns)
+	sink := a.icebergSink()
+	posA, ok := a.sinkPosition(ctx, sink, "raw.items")
+	if !ok {
+		t.Fatal("pipeline A committed but raw.items holds no position")
+	}
+
+	// B: the same catalog and warehouse, the same target, another database.
+	sameSink := fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
+		filepath.Join(a.dir, "catalog.db"), filepath.Join(a.dir, "warehouse"))
+	b := newPipeline(t, "", sameSink, []string{"public.items:raw.items"},
+		itemsDDL, itemsSeed(1, 500), `UPDATE public.items SET name = 'from-b-' || id`)
+	b.worker("worker-b")
+	b.sluice("start")
+
+	// B's table stops before any change of B's source is written: no batch is needed to notice.
+	appErr := b.waitTableFailed(itemsTable)
+	t.Logf("pipeline B's table stopped: %s: %s", appErr.Type(), appErr.Message())
+	if appErr.Type() != activities.ErrTypeSourceMismatch {
+		t.Errorf("error type %s, want %s", appErr.Type(), activities.ErrTypeSourceMismatch)
+	}
+	msg := appErr.Message()
+	for _, want := range []string{
+		"public.items", "raw.items", // which table, which target
+		"another source",                     // what is wrong
+		a.cfg.Source.Slot, b.cfg.Source.Slot, // both sources, by slot
+		"own target", "sluice resume --table public.items", // what to do
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q: %s", want, msg)
+		}
+	}
+	status := b.sluice("status")
+	if !strings.Contains(status, activities.ErrTypeSourceMismatch) {
+		t.Errorf("sluice status of pipeline B does not show the failure:\n%s", status)
+	}
+
+	// Changes on B's source are staged by B's reader and stay there: the stopped table commits
+	// none of them.
+	b.exec(`UPDATE public.items SET qty = -1 WHERE id <= 100`, `DELETE FROM public.items WHERE id BETWEEN 101 AND 150`, itemsSeed(700000, 700050))
+	err := localrun.WaitFor(ctx, "pipeline B's reader to stage its source's changes", 2*time.Minute, 500*time.Millisecond,
+		func(context.Context) (bool, string, error) {
+			n, err := countFiles(filepath.Join(b.dir, "staging"))
+			return n > 0, fmt.Sprintf("%d staged files", n), err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A's target is untouched: its rows are A's source's, its position A's.
+	a.waitEqual("public.items", "raw.items", "id", itemColumns)
+	var got localrun.Table
+	posAfter, ok := a.sinkPosition(ctx, sink, "raw.items")
+	if !ok || posAfter != posA {
+		t.Fatalf("raw.items position moved from %s to %s (has position %v)", posA, posAfter, ok)
+	}
+	got, err = localrun.ScanIceberg(ctx, a.cfg, "raw.items", "id", []string{"id", "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, r := range got.Rows {
+		if strings.HasPrefix(r[1], "from-b-") {
+			t.Fatalf("row %s of raw.items came from pipeline B: %v", k, r)
+		}
+	}
+}
+
+// countFiles counts the staged batch files (*.arrow) under dir (none when it does not exist).
+func countFiles(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".arrow") {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
