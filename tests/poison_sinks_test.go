@@ -186,7 +186,7 @@ func clickhousePoison() poisonCase {
 			return fmt.Sprintf(`INSERT INTO public.a VALUES (%[1]d, 'poisoned-%[1]d', %[1]d);
 				UPDATE public.a SET qty = qty + 1 WHERE id %% 100 = %[2]d`, 10000+i, i)
 		},
-		wantInErr: []string{"qty"},
+		wantInErr: []string{"column qty", "is Nullable(String) in ClickHouse", "MODIFY COLUMN"},
 		fix: func(t *testing.T, ctx context.Context, _ *icebergPipeline) {
 			if err := conn.Exec(ctx, "ALTER TABLE "+db+".a MODIFY COLUMN qty Nullable(Int32)"); err != nil {
 				t.Fatalf("retyping qty back in ClickHouse: %v", err)
