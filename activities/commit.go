@@ -238,8 +238,8 @@ func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput,
 			return nil, h, 0, errCommittedMeanwhile
 		}
 		return nil, h, 0, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: batch %s is not committed and no longer staged at %s; resync the table (signal resync) to re-snapshot it",
-				ref.Table, ref.Range(), ref.URI), ErrTypeStagedBatchMissing, err)
+			fmt.Sprintf("table %s: batch %s is not committed and no longer staged at %s (was the staging store cleaned?); its changes cannot be replayed, so resuming would skip them: run `sluice resync --table %s` to backfill the table from a new snapshot",
+				ref.Table, ref.Range(), ref.URI, ref.Table), ErrTypeStagedBatchMissing, err)
 	}
 	if errors.Is(err, staging.ErrForeignURI) {
 		return nil, h, 0, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStagedBatchMissing, err)

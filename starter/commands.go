@@ -188,8 +188,14 @@ func discoverSchema(ctx context.Context, dsn string, tc activities.TableConfig) 
 }
 
 func resyncCmd(a *app) *cobra.Command {
-	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot", true,
+	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot (a running, paused or failed table)", true,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+			// A failed table resyncs in a new run, which needs the table's schema (see resume).
+			schema, err := discoverSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			if err != nil {
+				return err
+			}
+			tc.Spec.Schema = schema
 			return t.Resync(cmd.Context(), tc)
 		})
 }

@@ -365,4 +365,20 @@ func TestBrokenCommitPathIsCaught(t *testing.T) {
 	if missing == 0 {
 		t.Fatalf("the mutation lost no row the checker can see: %d differences %v", len(diff), diff[:min(len(diff), 5)])
 	}
+
+	// Sluice itself must not skip the lost batch silently: the table stops with
+	// StagedBatchMissing, `sluice resume` is refused (a new run would go on after the lost batch),
+	// and `sluice resync`, which the error names, backfills the table until it equals the source.
+	if !strings.Contains(failure, "StagedBatchMissing") || !strings.Contains(failure, "sluice resync --table public.items") {
+		t.Fatalf("the table did not stop with a StagedBatchMissing error naming the resync: %q", failure)
+	}
+	out, err := localrun.Sluice(ctx, bins.Starter, p.env, "resume", "--table", "public.items", "--config", p.config)
+	if err == nil || !strings.Contains(err.Error()+out, "sluice resync --table public.items") {
+		t.Fatalf("sluice resume after StagedBatchMissing: err %v, output %q; want a refusal naming sluice resync", err, out)
+	}
+	t.Logf("sluice resume refused: %v", err)
+	p.started = time.Now().Add(-time.Second)
+	t.Logf("sluice resync: %s", p.sluice("resync", "--table", "public.items"))
+	p.waitStream(itemsTable)
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
 }

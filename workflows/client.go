@@ -101,9 +101,22 @@ func (t Tables) SignalBatch(ctx context.Context, table activities.TableConfig, r
 // Resume sends resume to the table's workflow with signal-with-start: a paused run resumes; a
 // failed or terminated table gets a new run that reads its position from the sink and its queue
 // from staging (after a poison batch, fix the cause first).
+//
+// A table whose last run failed with StagedBatchMissing is refused: a batch it had not
+// committed is gone from staging, so a new run would go on after it and skip its changes
+// silently. Such a table needs Resync.
 func (t Tables) Resume(ctx context.Context, table activities.TableConfig) error {
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
-	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalResume, nil, opts, TableWorkflowType,
+	errType, err := t.lastFailure(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if errType == activities.ErrTypeStagedBatchMissing {
+		return fmt.Errorf("table %s: not resumed: its last run failed because a batch it had not committed is no longer staged (%s), "+
+			"and resuming would skip that batch's changes; run `sluice resync --table %s` to backfill the table from a new snapshot",
+			table.Table(), errType, table.Table())
+	}
+	_, err = t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalResume, nil, opts, TableWorkflowType,
 		TableInput{TableConfig: table, Options: t.Options})
 	if err != nil {
 		return fmt.Errorf("resuming workflow %s: %w", opts.ID, err)
@@ -116,9 +129,32 @@ func (t Tables) Pause(ctx context.Context, table activities.TableConfig) error {
 	return t.signal(ctx, table, SignalPause)
 }
 
-// Resync asks the table's running workflow to discard its target and backfill it again.
+// Resync asks the table's workflow to discard its target and backfill it again, with
+// signal-with-start: a running table resyncs in its run; a failed or stopped one gets a new run
+// that resyncs first (table must carry its schema for that run, as for Resume).
 func (t Tables) Resync(ctx context.Context, table activities.TableConfig) error {
-	return t.signal(ctx, table, SignalResync)
+	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalResync, nil, opts, TableWorkflowType,
+		TableInput{TableConfig: table, Options: t.Options})
+	if err != nil {
+		return fmt.Errorf("resyncing workflow %s: %w", opts.ID, err)
+	}
+	return nil
+}
+
+// lastFailure returns the error type of the table's latest run when that run failed, and ""
+// when it runs, was never started, or ended otherwise.
+func (t Tables) lastFailure(ctx context.Context, id string) (string, error) {
+	failed, err := t.failedTable(ctx, id)
+	if err != nil || !failed {
+		return "", err
+	}
+	runErr := t.Client.GetWorkflow(ctx, id, "").Get(ctx, nil)
+	var appErr *temporal.ApplicationError
+	if errors.As(runErr, &appErr) {
+		return appErr.Type(), nil
+	}
+	return "", nil
 }
 
 func (t Tables) signal(ctx context.Context, table activities.TableConfig, name string) error {
