@@ -4,6 +4,10 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/source"
@@ -14,7 +18,7 @@ import (
 //
 // A backfill alternates between reading a chunk from Postgres and writing it to the sink; both
 // mostly wait on another process. So once CopyChunk has read chunk N it starts reading chunk
-// N+1 (the rows after N's last key) and only then applies N: at most one chunk is read ahead,
+// N+1 (the rows after N's last key, straight into its Arrow record) and only then applies N: at most one chunk is read ahead,
 // and nothing about the sink's writes changes (every chunk is still applied in key order, with
 // the snapshot's position committed only by EndSnapshot). The next CopyChunk takes the chunk
 // read ahead when it asks for exactly the rows after that key with the same size; any other
@@ -25,6 +29,9 @@ type heldSnapshot struct {
 
 	mu   sync.Mutex
 	next *readAhead // nil when no chunk is read ahead
+	// textPerRow is each column's text bytes per row in the last chunk read, so the next
+	// chunk's builders are sized once instead of regrowing (reads are one at a time).
+	textPerRow []float64
 }
 
 // readAhead is one chunk read in the background.
@@ -34,13 +41,74 @@ type readAhead struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when changes and err are set
 
-	changes []batch.Change
-	err     error
+	chunk chunk
+	err   error
+}
+
+// chunk is one chunk of a snapshot as an Arrow record.
+type chunk struct {
+	rec  arrow.RecordBatch // the rows (the caller releases it)
+	rows int
+	last []string // key columns' text of the last row; nil when there are no rows
+}
+
+// buildError marks a row the record cannot hold (poison), as opposed to a failed read.
+type buildError struct{ err error }
+
+func (e *buildError) Error() string { return e.err.Error() }
+func (e *buildError) Unwrap() error { return e.err }
+
+// readRecord reads up to limit rows after the key after straight into an Arrow record: rows
+// never exist as Changes, their text goes from the connection's buffer into the builders.
+func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (chunk, error) {
+	b, err := batch.NewRecordBuilder(mem, schema)
+	if err != nil {
+		return chunk{}, &buildError{err}
+	}
+	defer b.Release()
+	b.Reserve(limit)
+	h.mu.Lock()
+	for j, per := range h.textPerRow {
+		b.ReserveData(j, int(per*float64(limit)*1.05))
+	}
+	h.mu.Unlock()
+	text := make([]int, len(schema.Columns))
+	ingest := time.Now()
+	n := 0
+	last, err := h.snap.ScanChunk(ctx, schema, cursor(schema, after), limit, func(c *batch.Change, raw [][]byte) error {
+		if err := b.AppendText(c, raw, ingest); err != nil {
+			return &buildError{err}
+		}
+		for j, v := range raw {
+			text[j] += len(v)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return chunk{}, err
+	}
+	if n > 0 {
+		per := make([]float64, len(text))
+		for j, t := range text {
+			per[j] = float64(t) / float64(n)
+		}
+		h.mu.Lock()
+		h.textPerRow = per
+		h.mu.Unlock()
+	}
+	out := chunk{rec: b.NewRecord(), rows: n}
+	if last != nil {
+		for _, k := range keyIndexes(schema) {
+			out.last = append(out.last, string(last[k].Text))
+		}
+	}
+	return out, nil
 }
 
 // readChunk returns up to limit rows after the key after (nil for the first chunk): the chunk
 // read ahead when it matches, otherwise a fresh read under ctx.
-func (h *heldSnapshot) readChunk(ctx context.Context, schema batch.Schema, after []string, limit int) ([]batch.Change, error) {
+func (h *heldSnapshot) readChunk(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (chunk, error) {
 	h.mu.Lock()
 	ra := h.next
 	h.next = nil
@@ -52,19 +120,29 @@ func (h *heldSnapshot) readChunk(ctx context.Context, schema batch.Schema, after
 		case <-ctx.Done():
 			ra.cancel() // breaks the read; the run's next attempt fails on the snapshot and re-snapshots
 			<-ra.done
-			return nil, ctx.Err()
+			ra.release()
+			return chunk{}, ctx.Err()
 		}
 		ra.cancel()
 		if ra.limit == limit && slices.Equal(ra.after, after) {
-			return ra.changes, ra.err
+			return ra.chunk, ra.err
 		}
+		ra.release()
 	}
-	return h.snap.ReadChunk(ctx, schema, cursor(schema, after), limit)
+	return h.readRecord(ctx, mem, schema, after, limit)
+}
+
+// release frees the record of a chunk read ahead that nobody takes.
+func (ra *readAhead) release() {
+	if ra.chunk.rec != nil {
+		ra.chunk.rec.Release()
+		ra.chunk.rec = nil
+	}
 }
 
 // readAheadFrom starts reading the chunk after the key after in the background. The read
 // outlives the activity that starts it (the next CopyChunk takes it); stopReadAhead ends it.
-func (h *heldSnapshot) readAheadFrom(ctx context.Context, schema batch.Schema, after []string, limit int) {
+func (h *heldSnapshot) readAheadFrom(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ra := &readAhead{after: after, limit: limit, cancel: cancel, done: make(chan struct{})}
 	h.mu.Lock()
@@ -74,10 +152,11 @@ func (h *heldSnapshot) readAheadFrom(ctx context.Context, schema batch.Schema, a
 	if old != nil {
 		old.cancel()
 		<-old.done
+		old.release()
 	}
 	go func() {
 		defer close(ra.done)
-		ra.changes, ra.err = h.snap.ReadChunk(rctx, schema, cursor(schema, after), limit)
+		ra.chunk, ra.err = h.readRecord(rctx, mem, schema, after, limit)
 	}()
 }
 
@@ -91,6 +170,7 @@ func (h *heldSnapshot) stopReadAhead() {
 	if ra != nil {
 		ra.cancel()
 		<-ra.done
+		ra.release()
 	}
 }
 

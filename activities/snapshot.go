@@ -2,11 +2,13 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -137,24 +139,29 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 	if limit <= 0 {
 		limit = 50_000
 	}
-	changes, err := held.readChunk(ctx, schema, in.After, limit)
+	mem := a.allocator()
+	c, err := held.readChunk(ctx, mem, schema, in.After, limit)
+	var be *buildError
+	if errors.As(err, &be) {
+		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.err), ErrTypePoisonBatch, be.err)
+	}
 	if err != nil {
 		return CopyChunkResult{}, sourceError(fmt.Sprintf("reading a chunk of table %s", schema.Table), err)
 	}
-	activity.RecordHeartbeat(ctx, len(changes))
-	res := CopyChunkResult{Rows: int64(len(changes)), Done: len(changes) < limit}
-	if len(changes) == 0 {
+	defer c.rec.Release()
+	activity.RecordHeartbeat(ctx, c.rows)
+	res := CopyChunkResult{Rows: int64(c.rows), Done: c.rows < limit}
+	if c.rows == 0 {
 		res.Last = in.After
 		return res, nil
 	}
-	for _, k := range keys {
-		res.Last = append(res.Last, string(changes[len(changes)-1].Values[k].Text))
-	}
+	res.Last = c.last
 	if !res.Done {
 		// The next chunk is read while this one is written (see heldSnapshot).
-		held.readAheadFrom(ctx, schema, res.Last, limit)
+		held.readAheadFrom(ctx, mem, schema, res.Last, limit)
 	}
-	if err := a.apply(ctx, in.Table, changes, batch.SourcePosition{}); err != nil {
+	if err := a.applyRecord(ctx, in.Table, c.rec, batch.SourcePosition{}); err != nil {
 		return CopyChunkResult{}, err
 	}
 	return res, nil
@@ -188,17 +195,17 @@ func CloseSnapshots(ctx context.Context, a *Snapshot) {
 	a.release(ctx, func(*heldSnapshot) bool { return true })
 }
 
+// allocator is the memory allocator of the chunks' records.
+func (a *Snapshot) allocator() memory.Allocator {
+	if a.Mem == nil {
+		return memory.DefaultAllocator
+	}
+	return a.Mem
+}
+
 // apply writes snapshot rows (hi zero) or the snapshot's end (no rows, hi set) to the sink.
 func (a *Snapshot) apply(ctx context.Context, t TableConfig, rows []batch.Change, hi batch.SourcePosition) error {
-	sink, err := a.Sinks.Sink(ctx, t.Sink)
-	if err != nil {
-		return fmt.Errorf("opening sink %s for table %s: %w", t.Sink.Name, t.Table(), err)
-	}
-	mem := a.Mem
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	b, err := batch.NewRecordBuilder(mem, t.Spec.Schema)
+	b, err := batch.NewRecordBuilder(a.allocator(), t.Spec.Schema)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("table %s: %v", t.Table(), err), ErrTypePoisonBatch, err)
 	}
@@ -209,6 +216,16 @@ func (a *Snapshot) apply(ctx context.Context, t TableConfig, rows []batch.Change
 			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", t.Table(), err), ErrTypePoisonBatch, err)
 	}
 	defer rec.Release()
+	return a.applyRecord(ctx, t, rec, hi)
+}
+
+// applyRecord writes a record of snapshot rows (hi zero), or an empty one with the snapshot's
+// end (hi set), to the sink.
+func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.RecordBatch, hi batch.SourcePosition) error {
+	sink, err := a.Sinks.Sink(ctx, t.Sink)
+	if err != nil {
+		return fmt.Errorf("opening sink %s for table %s: %w", t.Sink.Name, t.Table(), err)
+	}
 	err = sink.Apply(ctx, sinks.Batch{Spec: t.Spec, Phase: sinks.PhaseSnapshot, Record: rec, Lo: hi, Hi: hi})
 	if err == nil {
 		return nil

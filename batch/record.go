@@ -127,24 +127,28 @@ func (b *RecordBuilder) buildColumn(j int, rows []Change) error {
 func (b *RecordBuilder) buildContext(rows []Change, ingest time.Time) {
 	ingestTS := arrow.Timestamp(ingest.UnixMicro())
 	for i := range rows {
-		r := &rows[i]
-		b.op.AppendString(r.Op.String())
-		b.scratch, _ = r.Pos.AppendText(b.scratch[:0])
-		b.pos.BinaryBuilder.Append(b.scratch)
-		if r.Op == OpSnapshot || r.CommitTS.IsZero() {
-			b.commitTS.AppendNull()
-		} else {
-			b.commitTS.Append(arrow.Timestamp(r.CommitTS.UnixMicro()))
-		}
-		b.ingestTS.Append(ingestTS)
-		if r.Op == OpSnapshot {
-			b.scratch = AppendLSN(b.scratch[:0], r.Pos.LSN)
-			b.snap.BinaryBuilder.Append(b.scratch)
-		} else {
-			b.snap.AppendNull()
-		}
-		b.phase.AppendString(string(PhaseOf(r.Op)))
+		b.appendContext(&rows[i], ingestTS)
 	}
+}
+
+// appendContext appends the context tail of one row.
+func (b *RecordBuilder) appendContext(r *Change, ingestTS arrow.Timestamp) {
+	b.op.AppendString(r.Op.String())
+	b.scratch, _ = r.Pos.AppendText(b.scratch[:0])
+	b.pos.BinaryBuilder.Append(b.scratch)
+	if r.Op == OpSnapshot || r.CommitTS.IsZero() {
+		b.commitTS.AppendNull()
+	} else {
+		b.commitTS.Append(arrow.Timestamp(r.CommitTS.UnixMicro()))
+	}
+	b.ingestTS.Append(ingestTS)
+	if r.Op == OpSnapshot {
+		b.scratch = AppendLSN(b.scratch[:0], r.Pos.LSN)
+		b.snap.BinaryBuilder.Append(b.scratch)
+	} else {
+		b.snap.AppendNull()
+	}
+	b.phase.AppendString(string(PhaseOf(r.Op)))
 }
 
 // reset drops whatever a failed build appended.

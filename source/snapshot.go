@@ -170,6 +170,27 @@ func (s *Snapshot) Estimate(ctx context.Context, table batch.TableName) (int64, 
 // as OpSnapshot changes at (LSN, 0) with values in the text form the stream uses. Fewer than
 // limit rows means the table is done. The schema must be the one the snapshot sees.
 func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int) ([]batch.Change, error) {
+	changes := make([]batch.Change, 0, limit)
+	var rows rowArena
+	_, err := s.ScanChunk(ctx, schema, after, limit, func(c *batch.Change, raw [][]byte) error {
+		ch := *c
+		ch.Values = rows.copyRow(raw)
+		changes = append(changes, ch)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// ScanChunk reads the rows ReadChunk reads without keeping them: each row goes to row as its
+// change (OpSnapshot at (LSN, 0), no Values) and its text values (nil for NULL), which alias the
+// connection's buffer and are valid only until row returns. An error from row stops the scan and
+// is returned as is. It returns the key columns' values of the last row (copied; nil when there
+// was none), the next chunk's after.
+func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int,
+	row func(c *batch.Change, raw [][]byte) error) (last []batch.Value, err error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("reading table %s: chunk size must be positive, got %d", schema.Table, limit)
 	}
@@ -177,12 +198,13 @@ func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []b
 	if err != nil {
 		return nil, permanent(err)
 	}
+	keys := keyIndexes(schema)
 	var params [][]byte
 	if after != nil {
 		if len(after) != len(schema.Columns) {
 			return nil, fmt.Errorf("reading table %s: the previous row has %d values, the schema %d columns", schema.Table, len(after), len(schema.Columns))
 		}
-		for _, k := range keyIndexes(schema) {
+		for _, k := range keys {
 			params = append(params, after[k].Text)
 		}
 	}
@@ -196,16 +218,31 @@ func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []b
 		_, _ = rr.Close()
 		return nil, fmt.Errorf("reading table %s: got %d columns, the schema has %d", schema.Table, n, len(schema.Columns))
 	}
-	changes := make([]batch.Change, 0, limit)
-	pos := batch.Position{LSN: s.lsn}
-	var rows rowArena
+	c := batch.Change{Op: batch.OpSnapshot, Pos: batch.Position{LSN: s.lsn}, CommitTS: s.ts}
+	// The last row's key is kept as the rows go by: the connection reuses its buffer.
+	lastKey := make([][]byte, len(keys))
+	n := 0
 	for rr.NextRow() {
-		changes = append(changes, batch.Change{Op: batch.OpSnapshot, Pos: pos, CommitTS: s.ts, Values: rows.copyRow(rr.Values())})
+		raw := rr.Values()
+		if err := row(&c, raw); err != nil {
+			_, _ = rr.Close()
+			return nil, err
+		}
+		for i, k := range keys {
+			lastKey[i] = append(lastKey[i][:0], raw[k]...)
+		}
+		n++
+	}
+	if n > 0 {
+		last = make([]batch.Value, len(schema.Columns))
+		for i, k := range keys {
+			last[k] = batch.Value{Text: lastKey[i]}
+		}
 	}
 	if _, err := rr.Close(); err != nil {
 		return nil, fmt.Errorf("reading table %s under snapshot %s: %w", schema.Table, s.name, err)
 	}
-	return changes, nil
+	return last, nil
 }
 
 // rowArena copies rows out of the connection's buffer into a few large allocations instead of
