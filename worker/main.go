@@ -50,6 +50,7 @@ type options struct {
 	shutdown    time.Duration
 	pprof       bool
 	cpuProfile  string
+	memProfile  string
 }
 
 func newCommand() *cobra.Command {
@@ -69,6 +70,7 @@ func newCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&o.shutdown, "shutdown-grace", 30*time.Second, "how long running activities may finish after SIGTERM")
 	cmd.Flags().BoolVar(&o.pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on --metrics-addr")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpu-profile", os.Getenv(cpuProfileEnv), "write a CPU profile of the whole run to this file (default $"+cpuProfileEnv+")")
+	cmd.Flags().StringVar(&o.memProfile, "mem-profile", os.Getenv(memProfileEnv), "write a memory (allocs) profile to this file at shutdown (default $"+memProfileEnv+")")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
@@ -88,6 +90,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer stopProfile()
+	defer func() {
+		if err := writeMemProfile(o.memProfile); err != nil {
+			log.Warn("writing the memory profile", "err", err)
+		}
+	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

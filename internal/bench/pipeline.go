@@ -36,7 +36,7 @@ type PipelineSpec struct {
 	LatencyTarget     string
 	SnapshotChunkRows int
 	MaxWait           time.Duration
-	// ProfileDir, when set, gets a CPU profile of each worker process (worker-N.pprof).
+	// ProfileDir, when set, gets a CPU and a memory profile of each worker process.
 	ProfileDir string
 }
 
@@ -104,7 +104,8 @@ func (p *Pipeline) StartWorker() error {
 	p.workers++
 	var env []string
 	if p.Spec.ProfileDir != "" {
-		env = append(env, fmt.Sprintf("SLUICE_CPU_PROFILE=%s", filepath.Join(p.Spec.ProfileDir, fmt.Sprintf("%s-worker-%d.pprof", p.Spec.Name, p.workers))))
+		base := filepath.Join(p.Spec.ProfileDir, fmt.Sprintf("%s-worker-%d", p.Spec.Name, p.workers))
+		env = append(env, "SLUICE_CPU_PROFILE="+base+".pprof", "SLUICE_MEM_PROFILE="+base+".mem.pprof")
 	}
 	w, err := localrun.StartWorker(p.Bins.Worker, p.ConfigPath, filepath.Join(p.Spec.Dir, fmt.Sprintf("worker-%d.log", p.workers)), env)
 	if err != nil {
