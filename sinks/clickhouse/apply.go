@@ -71,11 +71,11 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 		return nil
 	}
 	start := time.Now()
-	values, err := l.values(rec, b.Hi, marker)
+	cols, err := l.converter(rec, b.Hi, marker)
 	if err != nil {
 		return err
 	}
-	if err := s.insert(ctx, l, values, int(rec.NumRows())+1); err != nil {
+	if err := s.insert(ctx, l, cols, int(rec.NumRows())+1); err != nil {
 		return err
 	}
 	s.log.DebugContext(ctx, "committed batch", "table", l.source, "rows", rec.NumRows(), "hi", b.Hi.String(),
@@ -83,10 +83,12 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	return nil
 }
 
-// insert sends values as one block. max_insert_block_size above the block's rows keeps the
+// insert sends the columns as one block. max_insert_block_size above the block's rows keeps the
 // server from splitting it (it does not split native blocks, but the setting makes it explicit);
-// async_insert 0 keeps a server-side profile from buffering it with other inserts.
-func (s *Sink) insert(ctx context.Context, l *layout, values []any, rows int) error {
+// async_insert 0 keeps a server-side profile from buffering it with other inserts. Each column
+// is converted just before the driver copies it into its block, so a large batch holds one
+// column twice at a time, not all of them. A value the column cannot hold aborts the insert.
+func (s *Sink) insert(ctx context.Context, l *layout, conv *converter, rows int) error {
 	settings := clickhouse.Settings{"max_insert_block_size": max(rows+1, 1048576)}
 	if s.version.AtLeast(asyncInsertSince) {
 		settings["async_insert"] = 0
@@ -99,7 +101,12 @@ func (s *Sink) insert(ctx context.Context, l *layout, values []any, rows int) er
 		}
 		return classify(err, "table %s: starting the insert into %s.%s", l.source, l.db, l.name)
 	}
-	for i, v := range values {
+	for i := range l.cols {
+		v, err := conv.column(i)
+		if err != nil {
+			_ = bt.Abort()
+			return err
+		}
 		if err := bt.Column(i).Append(v); err != nil {
 			_ = bt.Abort()
 			if cols := bt.Columns(); i < len(cols) {
@@ -127,16 +134,21 @@ func emptyRecord(spec sinks.TableSpec) (arrow.RecordBatch, error) {
 	return rb.NewRecordBatch(), nil
 }
 
-// values returns the driver slice of every column of l, in l's order, for the rows of rec and,
-// when marker is set, one marker row carrying hi.
-func (l *layout) values(rec arrow.RecordBatch, hi batch.SourcePosition, marker bool) ([]any, error) {
+// converter turns the rows of a record, and when marker is set one marker row carrying hi, into
+// the driver slices of l's columns, one column at a time.
+type converter struct {
+	l         *layout
+	rec       arrow.RecordBatch
+	hi        batch.SourcePosition
+	marker    bool
+	positions []batch.Position
+	ops       *array.String
+}
+
+// converter checks rec against l and returns its converter.
+func (l *layout) converter(rec arrow.RecordBatch, hi batch.SourcePosition, marker bool) (*converter, error) {
 	if err := l.checkRecord(rec); err != nil {
 		return nil, err
-	}
-	n := int(rec.NumRows())
-	extra := 0
-	if marker {
-		extra = 1
 	}
 	positions, err := batch.RowPositions(rec)
 	if err != nil {
@@ -147,44 +159,52 @@ func (l *layout) values(rec arrow.RecordBatch, hi batch.SourcePosition, marker b
 	if !ok {
 		return nil, sinks.Poisonf("table %s: record column %s is %s, want utf8", l.source, batch.ColOp, rec.Column(opIdx).DataType())
 	}
-	out := make([]any, len(l.cols))
-	for i, c := range l.cols {
-		switch c.role {
-		case roleData, roleMeta:
-			v, err := convertColumn(rec.Column(c.field), l.modern, c.nullable, extra)
-			if err != nil {
-				return nil, l.valueError(c, positions, err)
-			}
-			out[i] = v
-		case roleVersion:
-			v := make([]uint64, n+extra)
-			for r := range n {
-				v[r] = positions[r].LSN
-			}
-			if marker {
-				v[n] = hi.Position.LSN
-			}
-			out[i] = v
-		case roleDeleted, roleMarker:
-			v := make([]uint8, n+extra)
-			for r := range n {
-				if c.role == roleDeleted && ops.Value(r) == batch.OpDelete.String() {
-					v[r] = 1
-				}
-			}
-			if marker {
-				v[n] = 1 // the marker is a tombstone too, so FINAL and the view hide it
-			}
-			out[i] = v
-		case rolePosition:
-			v := make([]string, n+extra)
-			if marker {
-				v[n] = hi.String()
-			}
-			out[i] = v
-		}
+	return &converter{l: l, rec: rec, hi: hi, marker: marker, positions: positions, ops: ops}, nil
+}
+
+// column returns the driver slice of column i of l.
+func (cv *converter) column(i int) (any, error) {
+	l, c := cv.l, cv.l.cols[i]
+	n := int(cv.rec.NumRows())
+	extra := 0
+	if cv.marker {
+		extra = 1
 	}
-	return out, nil
+	switch c.role {
+	case roleData, roleMeta:
+		v, err := convertColumn(cv.rec.Column(c.field), l.modern, c.nullable, extra)
+		if err != nil {
+			return nil, l.valueError(c, cv.positions, err)
+		}
+		return v, nil
+	case roleVersion:
+		v := make([]uint64, n+extra)
+		for r := range n {
+			v[r] = cv.positions[r].LSN
+		}
+		if cv.marker {
+			v[n] = cv.hi.Position.LSN
+		}
+		return v, nil
+	case roleDeleted, roleMarker:
+		v := make([]uint8, n+extra)
+		for r := range n {
+			if c.role == roleDeleted && cv.ops.Value(r) == batch.OpDelete.String() {
+				v[r] = 1
+			}
+		}
+		if cv.marker {
+			v[n] = 1 // the marker is a tombstone too, so FINAL and the view hide it
+		}
+		return v, nil
+	case rolePosition:
+		v := make([]string, n+extra)
+		if cv.marker {
+			v[n] = cv.hi.String()
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("table %s: column %s has no role", l.source, c.name)
 }
 
 // checkRecord checks that rec has the spec's columns then the context tail.
