@@ -28,7 +28,10 @@ type RecordBuilder struct {
 	columns []Column
 	rb      *array.RecordBuilder
 	enc     []encoder
-	scratch []byte
+	// The text of the last position and snapshot LSN appended: snapshot rows all share one,
+	// so it is formatted once per record rather than once per row.
+	lastPos           Position
+	posText, snapText []byte
 
 	op, pos, snap, phase *array.StringBuilder
 	commitTS, ingestTS   *array.TimestampBuilder
@@ -134,8 +137,12 @@ func (b *RecordBuilder) buildContext(rows []Change, ingest time.Time) {
 // appendContext appends the context tail of one row.
 func (b *RecordBuilder) appendContext(r *Change, ingestTS arrow.Timestamp) {
 	b.op.AppendString(r.Op.String())
-	b.scratch, _ = r.Pos.AppendText(b.scratch[:0])
-	b.pos.BinaryBuilder.Append(b.scratch)
+	if r.Pos != b.lastPos || b.posText == nil {
+		b.lastPos = r.Pos
+		b.posText, _ = r.Pos.AppendText(b.posText[:0])
+		b.snapText = AppendLSN(b.snapText[:0], r.Pos.LSN)
+	}
+	b.pos.BinaryBuilder.Append(b.posText)
 	if r.Op == OpSnapshot || r.CommitTS.IsZero() {
 		b.commitTS.AppendNull()
 	} else {
@@ -143,8 +150,7 @@ func (b *RecordBuilder) appendContext(r *Change, ingestTS arrow.Timestamp) {
 	}
 	b.ingestTS.Append(ingestTS)
 	if r.Op == OpSnapshot {
-		b.scratch = AppendLSN(b.scratch[:0], r.Pos.LSN)
-		b.snap.BinaryBuilder.Append(b.scratch)
+		b.snap.BinaryBuilder.Append(b.snapText)
 	} else {
 		b.snap.AppendNull()
 	}
