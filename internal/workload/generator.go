@@ -431,3 +431,31 @@ func (g *Generator) largeTx(rows int) []string {
 
 // ErrNoTable is returned for a table the workload does not define.
 var ErrNoTable = errors.New("no such workload table")
+
+// Delete deletes the given keys of table (keys it does not hold are ignored) in one
+// transaction, and records them as deleted.
+func (g *Generator) Delete(ctx context.Context, table string, keys []Key) error {
+	t := g.Table(table)
+	if t == nil {
+		return g.errorf("%w: %s", ErrNoTable, table)
+	}
+	var stmts []string
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		var conds []string
+		for _, k := range keys[:n] {
+			conds = append(conds, "("+where(t, k)+")")
+		}
+		stmts = append(stmts, fmt.Sprintf("DELETE FROM %s WHERE %s", t.Qualified(), strings.Join(conds, " OR ")))
+		for _, k := range keys[:n] {
+			if g.live[t.Name].has(k) {
+				g.track(t, k, false)
+				g.mu.Lock()
+				g.stats.Deleted++
+				g.mu.Unlock()
+			}
+		}
+		keys = keys[n:]
+	}
+	return g.execTx(ctx, stmts)
+}

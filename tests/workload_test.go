@@ -1,0 +1,427 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/couchbase/gocb/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/internal/workload"
+	"github.com/sluicecdc/sluice/workflows"
+)
+
+// workloadSinks are the sinks every workload test runs on.
+var workloadSinks = []string{"iceberg", "clickhouse", "couchbase"}
+
+// workloadPipeline is a pipeline replicating the workload's tables into one sink, with the
+// generator that writes them and the sink's reader.
+type workloadPipeline struct {
+	*icebergPipeline
+	gen  *workload.Generator
+	sink workload.Sink
+}
+
+// workloadSeed is SLUICE_WORKLOAD_SEED when set (to replay a failure), else a fresh seed.
+func workloadSeed(t *testing.T) uint64 {
+	t.Helper()
+	if s := os.Getenv("SLUICE_WORKLOAD_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SLUICE_WORKLOAD_SEED=%q: %v", s, err)
+		}
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// newWorkloadPipeline creates the workload's tables in a fresh database, fills them with
+// rows[table] rows each (while nothing replicates yet: the backfill's initial state), and
+// configures a pipeline into sinkName with backfill chunks of chunkRows rows.
+func newWorkloadPipeline(t *testing.T, sinkName string, chunkRows int, rows map[string]int) *workloadPipeline {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dsn := testenv.NewDatabase(t)
+	seed := workloadSeed(t)
+	gen := workload.New(dsn, seed)
+	t.Cleanup(func() {
+		_ = gen.Close(context.Background())
+		if t.Failed() {
+			t.Logf("workload seed %d (replay with SLUICE_WORKLOAD_SEED=%d): %s", seed, seed, gen.Stats())
+		}
+	})
+	if err := gen.Create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range gen.Tables() {
+		if err := gen.Fill(ctx, tb.Name, rows[tb.Name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &workloadPipeline{gen: gen}
+	var sinkYAML string
+	target := func(name string) string { return name }
+	switch sinkName {
+	case "iceberg":
+		target = func(name string) string { return "raw." + name }
+	case "clickhouse":
+		addr := testenv.ClickHouse(t)
+		db := testenv.RandomName("sluice_wl_")
+		sinkYAML = fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db)
+		conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
+		w.sink = &workload.ClickHouseSink{Conn: conn, Database: db, Target: target}
+	case "couchbase":
+		cb := testenv.Couchbase(t)
+		scope := testenv.RandomName("wl")
+		target = func(name string) string { return scope + "." + name }
+		sinkYAML = fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
+			cb.ConnString, cb.Username, cb.Password, cb.Bucket)
+		cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
+			Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cluster.Close(nil) })
+		bucket := cluster.Bucket(cb.Bucket)
+		if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+		w.sink = workload.CouchbaseSink{Bucket: bucket, Collection: func(name string) (string, string) { return scope, name }}
+	}
+	var tables []string
+	for _, tb := range gen.Tables() {
+		tables = append(tables, tb.Qualified()+":"+target(tb.Name))
+	}
+	w.icebergPipeline = newPipelineWith(t, pipelineOptions{DSN: dsn, Sink: sinkYAML, Tables: tables})
+	w.setChunkRows(chunkRows)
+	if sinkName == "iceberg" {
+		w.sink = workload.IcebergSink{Config: w.cfg, Target: target}
+	}
+	return w
+}
+
+// setChunkRows rewrites the pipeline's config with source.snapshot_chunk_rows n (before any
+// worker or starter reads it).
+func (w *workloadPipeline) setChunkRows(n int) {
+	w.t.Helper()
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "snapshot_chunk_rows: 20000", "snapshot_chunk_rows: "+strconv.Itoa(n), 1)
+	if text == string(b) {
+		w.t.Fatal("the pipeline config has no snapshot_chunk_rows: 20000 to replace")
+	}
+	if err := os.WriteFile(w.config, []byte(text), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	if w.cfg, err = config.Load(w.config); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// tableName is the batch.TableName of a workload table.
+func (w *workloadPipeline) tableName(tb *workload.Table) batch.TableName {
+	return batch.TableName{Schema: "public", Name: tb.Name}
+}
+
+// waitStreams waits until every workload table streams (its backfill is over).
+func (w *workloadPipeline) waitStreams() {
+	w.t.Helper()
+	for _, tb := range w.gen.Tables() {
+		w.waitStream(w.tableName(tb))
+	}
+}
+
+// waitConverged waits until every workload table of the sink equals the source key by key:
+// nothing missing, extra, stale or duplicated. The failure names the seed and the first
+// differences.
+func (w *workloadPipeline) waitConverged() {
+	w.t.Helper()
+	for _, tb := range w.gen.Tables() {
+		var last workload.Report
+		err := localrun.WaitFor(context.Background(), w.sink.Name()+" "+tb.Name+" to equal the source", 4*time.Minute, 2*time.Second,
+			func(ctx context.Context) (bool, string, error) {
+				r, err := w.gen.Check(ctx, w.sink, tb, 5)
+				if err != nil {
+					return false, "", err
+				}
+				last = r
+				return r.Equal(), r.String(), nil
+			})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.t.Log(last)
+	}
+}
+
+// workloadSize scales the rows of a test to the sink: gocaves writes about 5,000 documents a
+// second, so Couchbase gets about a fifth.
+func workloadSize(sinkName string, n int) int {
+	if sinkName == "couchbase" {
+		return max(n/5, 1)
+	}
+	return n
+}
+
+// TestWorkloadConvergesOnEverySink backfills a seeded initial state, then runs the seeded
+// workload (inserts, updates, deletes, key changes, multi-table transactions, one large
+// transaction, updates leaving TOASTed values unchanged) while the pipeline streams; every
+// table of every sink ends equal to the source key by key.
+func TestWorkloadConvergesOnEverySink(t *testing.T) {
+	t.Parallel()
+	for _, sinkName := range workloadSinks {
+		t.Run(sinkName, func(t *testing.T) {
+			t.Parallel()
+			w := newWorkloadPipeline(t, sinkName, 2000, map[string]int{
+				"wl_items": workloadSize(sinkName, 5000), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 300)})
+			w.worker("worker")
+			w.sluice("start")
+			w.waitStreams()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if err := w.gen.Run(ctx, workload.RunOptions{Ops: 400, LargeTxRows: workloadSize(sinkName, 20000)}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("workload seed %d: %s", w.gen.Seed(), w.gen.Stats())
+			w.waitConverged()
+		})
+	}
+}
+
+// TestHeavyWritesDuringBackfill (issue 8, fault 7): the workload writes as fast as it can from
+// before the snapshot starts until after it ends, on a table big enough for a backfill of many
+// chunks; every sink ends exactly equal to the source, with no key visible twice.
+func TestHeavyWritesDuringBackfill(t *testing.T) {
+	t.Parallel()
+	for _, sinkName := range workloadSinks {
+		t.Run(sinkName, func(t *testing.T) {
+			t.Parallel()
+			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, 2000), map[string]int{
+				"wl_items": workloadSize(sinkName, 60000), "wl_lines": workloadSize(sinkName, 5000), "wl_docs": workloadSize(sinkName, 300)})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: 50}) }()
+			stopped := false
+			stop := func() error {
+				if stopped {
+					return nil
+				}
+				stopped = true
+				cancel()
+				return <-done
+			}
+			t.Cleanup(func() { _ = stop() })
+			ops := func() int { return w.gen.Stats().Ops }
+			waitOps := func(n int, why string) {
+				t.Helper()
+				err := localrun.WaitFor(context.Background(), why, 2*time.Minute, 100*time.Millisecond,
+					func(context.Context) (bool, string, error) {
+						select {
+						case err := <-done:
+							stopped = true
+							return false, "", fmt.Errorf("the workload stopped: %v", err)
+						default:
+						}
+						return ops() >= n, fmt.Sprintf("%d ops", ops()), nil
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitOps(20, "the workload to write before the snapshot starts")
+			before := ops()
+			w.worker("worker")
+			started := time.Now()
+			w.sluice("start")
+			w.waitStreams()
+			took, during := time.Since(started), ops()-before
+			waitOps(ops()+50, "the workload to write after the backfill")
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("workload seed %d: backfill of %d rows took %s while the workload ran %d operations; in all %s",
+				w.gen.Seed(), workloadSize(sinkName, 60000), took.Round(time.Millisecond), during, w.gen.Stats())
+			w.waitConverged()
+		})
+	}
+}
+
+// snapshotSession describes the snapshot of table's current run: the run, the process id of
+// the worker holding its session (from the session's pending activities) and whether a
+// CopyChunk is in flight.
+func (w *workloadPipeline) snapshotSession(ctx context.Context, tn batch.TableName) (runID string, pid int, copying bool, err error) {
+	desc, err := w.temporal.DescribeWorkflowExecution(ctx, workflows.TableWorkflowID(w.name, tn), "")
+	if err != nil {
+		return "", 0, false, err
+	}
+	runID = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	for _, a := range desc.GetPendingActivities() {
+		name := a.GetActivityType().GetName()
+		if name == "CopyChunk" {
+			copying = true
+		}
+		if (name == "CopyChunk" || strings.Contains(name, "SessionCreation")) && a.GetLastWorkerIdentity() != "" &&
+			a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			n, _, _ := strings.Cut(a.GetLastWorkerIdentity(), "@")
+			if pid, err = strconv.Atoi(n); err != nil {
+				return "", 0, false, err
+			}
+		}
+	}
+	return runID, pid, copying, nil
+}
+
+// runFailure returns the failure (type: message) a closed run of table ended with ("" while
+// it runs).
+func (w *workloadPipeline) runFailure(ctx context.Context, tn batch.TableName, runID string) (string, error) {
+	it := w.temporal.GetWorkflowHistory(ctx, workflows.TableWorkflowID(w.name, tn), runID, false,
+		enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return "", err
+		}
+		if a := ev.GetWorkflowExecutionFailedEventAttributes(); a != nil {
+			return a.GetFailure().GetApplicationFailureInfo().GetType() + ": " + a.GetFailure().GetMessage(), nil
+		}
+		// A failed run that its retry policy restarts closes as continued-as-new carrying the
+		// failure (server 1.29 leaves the initiator unset).
+		if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil && a.GetFailure() != nil {
+			return a.GetFailure().GetApplicationFailureInfo().GetType() + ": " + a.GetFailure().GetMessage(), nil
+		}
+		return fmt.Sprintf("closed as %s: %v", ev.GetEventType(), ev.GetAttributes()), nil
+	}
+	return "", nil
+}
+
+// TestWorkerKilledDuringBackfill (issue 8, fault 6): the worker holding a table's snapshot
+// session is SIGKILLed while the backfill is partly committed; the run fails with
+// SnapshotSessionLost, a new run re-snapshots, and no row of the partial snapshot survives:
+// rows the partial snapshot had written are deleted in the source after the kill, so a
+// surviving one would show as extra.
+func TestWorkerKilledDuringBackfill(t *testing.T) {
+	t.Parallel()
+	for _, sinkName := range workloadSinks {
+		t.Run(sinkName, func(t *testing.T) {
+			t.Parallel()
+			chunk := workloadSize(sinkName, 1000)
+			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
+				"wl_items": workloadSize(sinkName, 40000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100)})
+			items := w.gen.Table("wl_items")
+			tn := w.tableName(items)
+			workers := []*localrun.Worker{w.worker("worker1"), w.worker("worker2")}
+			w.sluice("start")
+
+			// Let a few chunks commit, then pause the table between two chunks so the kill
+			// lands on a partly committed snapshot, whatever the machine's speed.
+			var st workflows.TableStatus
+			err := localrun.WaitFor(context.Background(), "the backfill of "+tn.String()+" to commit 3 chunks", 3*time.Minute, 100*time.Millisecond,
+				func(ctx context.Context) (bool, string, error) {
+					var err error
+					if st, err = localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started); err != nil {
+						return false, "", err
+					}
+					return st.Snapshot != nil && st.Snapshot.Rows >= int64(3*chunk), fmt.Sprintf("%+v", st.Snapshot), nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.sluice("pause", "--table", tn.String())
+			var runID string
+			var holder int
+			err = localrun.WaitFor(context.Background(), "the snapshot to pause between chunks", 2*time.Minute, 250*time.Millisecond,
+				func(ctx context.Context) (bool, string, error) {
+					var err error
+					if st, err = localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started); err != nil {
+						return false, "", err
+					}
+					var copying bool
+					if runID, holder, copying, err = w.snapshotSession(ctx, tn); err != nil {
+						return false, "", err
+					}
+					return st.Paused && !copying && holder != 0, fmt.Sprintf("paused %v copying %v holder %d", st.Paused, copying, holder), nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.PhaseBackfill {
+				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			partial, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(partial) == 0 || len(partial) >= len(w.gen.Live(items.Name)) {
+				t.Fatalf("the sink holds %d of %d rows when the worker is killed; want a partial snapshot", len(partial), len(w.gen.Live(items.Name)))
+			}
+
+			killed := false
+			for _, wk := range workers {
+				if wk.PID() == holder {
+					if err := wk.Kill(); err != nil {
+						t.Fatal(err)
+					}
+					killed = true
+				}
+			}
+			if !killed {
+				t.Fatalf("no worker of this test holds the snapshot session (pid %d)", holder)
+			}
+			killedAt := time.Now()
+			w.worker("worker3")
+
+			// Delete half of what the partial snapshot wrote, and keep writing.
+			var gone []workload.Key
+			for i, r := range partial {
+				if i%2 == 0 {
+					gone = append(gone, r.Key)
+				}
+			}
+			if err := w.gen.Delete(ctx, items.Name, gone); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.gen.Run(ctx, workload.RunOptions{Ops: 100}); err != nil {
+				t.Fatal(err)
+			}
+			w.sluice("resume", "--table", tn.String())
+
+			var failure string
+			err = localrun.WaitFor(context.Background(), "the killed snapshot's run to fail", 3*time.Minute, time.Second,
+				func(ctx context.Context) (bool, string, error) {
+					var err error
+					failure, err = w.runFailure(ctx, tn, runID)
+					return failure != "", "still running", err
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(failure, workflows.ErrTypeSnapshotSessionLost+":") {
+				t.Fatalf("the run holding the killed snapshot ended with %q, want %s", failure, workflows.ErrTypeSnapshotSessionLost)
+			}
+			w.started = killedAt
+			w.waitStream(tn)
+			t.Logf("workload seed %d: killed pid %d with %d of %d rows snapshotted; deleted %d of them; run %s failed: %.200s",
+				w.gen.Seed(), holder, len(partial), st.Snapshot.EstimatedRows, len(gone), runID, failure)
+			w.waitConverged()
+		})
+	}
+}
