@@ -37,7 +37,7 @@ type options struct {
 	rows, bulk, smallTx, chunkRows, rate int
 	sinks                                []string
 	skipSluice, skipStream, skipLatency  bool
-	profileDir                           string
+	profileDir, bins                     string
 	latencyFor, maxWait                  time.Duration
 	out                                  string
 }
@@ -57,6 +57,7 @@ func main() {
 	flag.BoolVar(&o.skipStream, "skip-stream", false, "leave out the stream workloads (and their limits): backfill and latency only")
 	flag.BoolVar(&o.skipLatency, "skip-latency", false, "leave out the latency run")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each worker process into this directory")
+	flag.StringVar(&o.bins, "bins", "", "use the sluice-worker and sluice binaries in this directory instead of building them (to compare builds)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the report (empty: do not write)")
 	flag.Parse()
 	if o.bulk <= 0 || o.bulk > o.rows {
@@ -166,10 +167,12 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 	if err := os.RemoveAll(work); err != nil {
 		return nil, nil, err
 	}
-	log.Info("building the worker and the starter")
-	bins, err := localrun.Build(ctx, root, filepath.Join(work, "bin"))
-	if err != nil {
-		return nil, nil, err
+	bins := localrun.Binaries{Worker: filepath.Join(o.bins, "sluice-worker"), Starter: filepath.Join(o.bins, "sluice")}
+	if o.bins == "" {
+		log.Info("building the worker and the starter")
+		if bins, err = localrun.Build(ctx, root, filepath.Join(work, "bin")); err != nil {
+			return nil, nil, err
+		}
 	}
 	tc, err := client.DialContext(ctx, client.Options{HostPort: temporal.Addr,
 		Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
