@@ -191,7 +191,7 @@ func TestWorkloadConvergesOnEverySink(t *testing.T) {
 			t.Parallel()
 			w := newWorkloadPipeline(t, sinkName, 2000, map[string]int{
 				"wl_items": workloadSize(sinkName, 5000), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 300)})
-			w.worker("worker")
+			worker := w.worker("worker")
 			w.sluice("start")
 			w.waitStreams()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -201,9 +201,32 @@ func TestWorkloadConvergesOnEverySink(t *testing.T) {
 			}
 			t.Logf("workload seed %d: %s", w.gen.Seed(), w.gen.Stats())
 			w.waitConverged()
+
+			// The checker can fail on this sink: with the worker stopped, change the source
+			// behind the pipeline's back and expect exactly those differences.
+			if err := worker.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			w.exec("UPDATE public.wl_docs SET title = 'checker probe' WHERE id = (SELECT min(id::text)::uuid FROM public.wl_docs)",
+				"DELETE FROM public.wl_lines WHERE (order_id, line) = (SELECT order_id, line FROM public.wl_lines ORDER BY 1, 2 LIMIT 1)")
+			for _, probe := range []struct {
+				table string
+				kind  workload.DiffKind
+			}{{"wl_docs", workload.Stale}, {"wl_lines", workload.Extra}} {
+				r, err := w.gen.Check(ctx, w.sink, w.gen.Table(probe.table), 5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(r.First) != 1 || r.First[0].Kind != probe.kind {
+					t.Errorf("after changing one row of %s behind the pipeline, the checker reports %s; want one %s key", probe.table, r, probe.kind)
+				}
+			}
 		})
 	}
 }
+
+// The backfilled table of TestHeavyWritesDuringBackfill and its chunks (a fifth on Couchbase).
+const heavyRows, heavyChunkRows = 30000, 1500
 
 // TestHeavyWritesDuringBackfill (issue 8, fault 7): the workload writes as fast as it can from
 // before the snapshot starts until after it ends, on a table big enough for a backfill of many
@@ -213,11 +236,11 @@ func TestHeavyWritesDuringBackfill(t *testing.T) {
 	for _, sinkName := range workloadSinks {
 		t.Run(sinkName, func(t *testing.T) {
 			t.Parallel()
-			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, 2000), map[string]int{
-				"wl_items": workloadSize(sinkName, 60000), "wl_lines": workloadSize(sinkName, 5000), "wl_docs": workloadSize(sinkName, 300)})
+			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, heavyChunkRows), map[string]int{
+				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200)})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: 50}) }()
+			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: workloadSize(sinkName, 50)}) }()
 			stopped := false
 			stop := func() error {
 				if stopped {
@@ -257,7 +280,7 @@ func TestHeavyWritesDuringBackfill(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("workload seed %d: backfill of %d rows took %s while the workload ran %d operations; in all %s",
-				w.gen.Seed(), workloadSize(sinkName, 60000), took.Round(time.Millisecond), during, w.gen.Stats())
+				w.gen.Seed(), workloadSize(sinkName, heavyRows), took.Round(time.Millisecond), during, w.gen.Stats())
 			w.waitConverged()
 		})
 	}
