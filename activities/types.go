@@ -75,8 +75,9 @@ type TableStarter interface {
 	// SignalBatch delivers ref to the table's workflow, starting the workflow when it is not
 	// running (but not restarting a failed one, whose next run reloads ref from staging).
 	SignalBatch(ctx context.Context, table TableConfig, ref staging.BatchRef) error
-	// Resync asks the table's running workflow to discard its target and backfill it again
-	// (the reader's answer to a TRUNCATE).
+	// Resync asks the table's workflow to discard its target and backfill it again (the
+	// reader's answer to a TRUNCATE, the operator's to a lost staged batch), starting a new run
+	// when none runs: a TRUNCATE of a failed table must not stall the reader of every table.
 	Resync(ctx context.Context, table TableConfig) error
 }
 
