@@ -234,7 +234,8 @@ func (r *readerRun) flush(ctx context.Context, rt *readerTable) error {
 
 // schemaChanged stages the table's buffered changes under the old schema, then follows the new
 // one. Added columns reach the sink, whose EnsureTable evolves the target when the table's
-// workflow commits the first batch that carries them.
+// workflow commits the first batch that carries them. Columns added with a default resync the
+// table (their values in existing rows are not in the WAL).
 //
 // A renamed table (or changes under a name the pipeline does not know) stops the reader: its
 // changes would otherwise be skipped silently. The operator updates tables[].source and restarts.
@@ -255,7 +256,24 @@ func (r *readerRun) schemaChanged(ctx context.Context, e *source.SchemaEvent) er
 	}
 	r.log.Warn("table schema changed", "table", e.Table.String(), "pos", e.Pos.String(),
 		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped)
-	return rt.setSchema(e.New)
+	if err := rt.setSchema(e.New); err != nil {
+		return err
+	}
+	// A column added with a default holds it in every existing row, but Postgres writes none of
+	// those rows to the WAL: following the stream alone would leave NULL there in the sink for
+	// every row not changed since. Only a new snapshot reads them, as after a TRUNCATE.
+	defaulted, err := r.fetcher.ColumnsWithDefaults(ctx, e.Table, e.Added)
+	if err != nil {
+		return fmt.Errorf("table %s: checking the columns added at %s for defaults: %w", e.Table, e.Pos, err)
+	}
+	if len(defaulted) > 0 {
+		r.log.Warn("columns added with a default: resyncing the table from a new snapshot, since their values in existing rows never stream",
+			"table", e.Table.String(), "pos", e.Pos.String(), "columns", defaulted)
+		if err := r.a.Tables.Resync(ctx, rt.cfg); err != nil {
+			return fmt.Errorf("asking table %s to resync after columns %v were added with a default at %s: %w", e.Table, defaulted, e.Pos, err)
+		}
+	}
+	return nil
 }
 
 // truncated stages what the table buffered before the TRUNCATE, then asks its workflow to resync.

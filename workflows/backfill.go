@@ -3,12 +3,14 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // ErrTypeSnapshotSessionLost is the (retryable) failure type of a run whose snapshot session was
@@ -27,6 +29,9 @@ func (t *table) backfill(ctx workflow.Context) error {
 	t.hasPosition = false
 	t.snapshot = &SnapshotProgress{}
 	actx := workflow.WithActivityOptions(ctx, shortActivity())
+	if err := t.refreshSchema(ctx, actx); err != nil {
+		return err
+	}
 	if err := workflow.ExecuteActivity(actx, snapshotActs.DiscardSnapshot, t.in.TableConfig).Get(ctx, nil); err != nil {
 		return err
 	}
@@ -101,4 +106,24 @@ func (t *table) sessionError(sctx workflow.Context, step string, err error) erro
 		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the run fails, the next run discards the partial snapshot and starts again",
 			t.in.Table(), step, state, t.snapshot.Rows, t.snapshot.EstimatedRows, err),
 		ErrTypeSnapshotSessionLost, err)
+}
+
+// refreshSchema reads the source table's current columns before a backfill and, when they
+// differ from the run's, adopts them and evolves the target. A resync must copy the columns the
+// table has now: one asked for because columns were added with a default, or after a TRUNCATE
+// that came with DDL, would otherwise snapshot the old column list. Runs recorded before this
+// step replay without it (workflow.GetVersion).
+func (t *table) refreshSchema(ctx, actx workflow.Context) error {
+	if workflow.GetVersion(ctx, "backfill-refreshes-schema", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	var schema batch.Schema
+	if err := workflow.ExecuteActivity(actx, setupActs.TableSchema, t.in.TableConfig).Get(ctx, &schema); err != nil {
+		return err
+	}
+	if reflect.DeepEqual(schema.Columns, t.in.Spec.Schema.Columns) {
+		return nil
+	}
+	t.in.Spec.Schema = schema
+	return workflow.ExecuteActivity(actx, commitActs.EnsureTable, t.in.TableConfig).Get(ctx, nil)
 }

@@ -212,7 +212,7 @@ func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 		t.Fatalf("second run ended with %v", err)
 	}
 	applied, calls, pos := w.snapshotOf()
-	wantCalls := []string{"EnsureTable", "LoadTable", "DiscardSnapshot", "BeginSnapshot", "CopyChunk", "CopyChunk", "CopyChunk", "EndSnapshot", "CommitBatch"}
+	wantCalls := []string{"EnsureTable", "LoadTable", "TableSchema", "DiscardSnapshot", "BeginSnapshot", "CopyChunk", "CopyChunk", "CopyChunk", "EndSnapshot", "CommitBatch"}
 	if !equalStrings(calls, wantCalls) {
 		t.Fatalf("second run called %v, want %v", calls, wantCalls)
 	}
