@@ -242,6 +242,9 @@ func writeReport(report bench.Report, o options, failures []string) error {
 		}
 		fmt.Fprint(&buf, methodNotes)
 	}
+	if o.out != "" {
+		buf.WriteString(keptSection(o.out, beforeAfterHeading))
+	}
 	os.Stdout.Write(buf.Bytes())
 	if o.out != "" {
 		if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
@@ -249,6 +252,29 @@ func writeReport(report bench.Report, o options, failures []string) error {
 		}
 	}
 	return nil
+}
+
+// beforeAfterHeading starts the hand-written section of the report that names each performance
+// fix and its measured gain; a new run keeps it.
+const beforeAfterHeading = "## Before and after"
+
+// keptSection returns the section of the report at path that starts with heading, up to the
+// next second-level heading, or "" when there is none.
+func keptSection(path, heading string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	text := string(old)
+	i := strings.Index(text, "\n"+heading)
+	if i < 0 {
+		return ""
+	}
+	section := text[i:]
+	if j := strings.Index(section[len(heading)+1:], "\n## "); j >= 0 {
+		section = section[:len(heading)+1+j]
+	}
+	return strings.TrimRight(section, "\n") + "\n"
 }
 
 const methodNotes = `
