@@ -140,11 +140,29 @@ func (w *workloadPipeline) tableName(tb *workload.Table) batch.TableName {
 	return batch.TableName{Schema: "public", Name: tb.Name}
 }
 
-// waitStreams waits until every workload table streams (its backfill is over).
+// waitStreams waits until every workload table streams (its backfill is over), with a deadline
+// generous enough for a loaded machine (CI runs four of these tests at once on two cores).
 func (w *workloadPipeline) waitStreams() {
 	w.t.Helper()
 	for _, tb := range w.gen.Tables() {
-		w.waitStream(w.tableName(tb))
+		w.waitStreaming(w.tableName(tb))
+	}
+}
+
+// waitStreaming waits until a run of tn started since w.started streams with a position.
+func (w *workloadPipeline) waitStreaming(tn batch.TableName) {
+	w.t.Helper()
+	err := localrun.WaitFor(context.Background(), "table "+tn.String()+" to finish its backfill", 6*time.Minute, time.Second,
+		func(ctx context.Context) (bool, string, error) {
+			st, err := localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started)
+			if err != nil {
+				return false, "", err
+			}
+			return st.Phase == workflows.PhaseStream && st.HasPosition,
+				fmt.Sprintf("phase %s rows %d snapshot %+v error %q", st.Phase, st.Rows, st.Snapshot, st.LastError), nil
+		})
+	if err != nil {
+		w.t.Fatalf("workload seed %d: %v", w.gen.Seed(), err)
 	}
 }
 
@@ -165,7 +183,7 @@ func (w *workloadPipeline) waitConverged() {
 				return r.Equal(), r.String(), nil
 			})
 		if err != nil {
-			w.t.Fatal(err)
+			w.t.Fatalf("workload seed %d: %v", w.gen.Seed(), err)
 		}
 		w.t.Log(last)
 	}
@@ -190,13 +208,13 @@ func TestWorkloadConvergesOnEverySink(t *testing.T) {
 		t.Run(sinkName, func(t *testing.T) {
 			t.Parallel()
 			w := newWorkloadPipeline(t, sinkName, 2000, map[string]int{
-				"wl_items": workloadSize(sinkName, 5000), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 300)})
+				"wl_items": workloadSize(sinkName, 3000), "wl_lines": workloadSize(sinkName, 2000), "wl_docs": workloadSize(sinkName, 200)})
 			worker := w.worker("worker")
 			w.sluice("start")
 			w.waitStreams()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			if err := w.gen.Run(ctx, workload.RunOptions{Ops: 400, LargeTxRows: workloadSize(sinkName, 20000)}); err != nil {
+			if err := w.gen.Run(ctx, workload.RunOptions{Ops: 300, LargeTxRows: workloadSize(sinkName, 20000)}); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("workload seed %d: %s", w.gen.Seed(), w.gen.Stats())
@@ -226,7 +244,7 @@ func TestWorkloadConvergesOnEverySink(t *testing.T) {
 }
 
 // The backfilled table of TestHeavyWritesDuringBackfill and its chunks (a fifth on Couchbase).
-const heavyRows, heavyChunkRows = 30000, 1500
+const heavyRows, heavyChunkRows = 20000, 1000
 
 // TestHeavyWritesDuringBackfill (issue 8, fault 7): the workload writes as fast as it can from
 // before the snapshot starts until after it ends, on a table big enough for a backfill of many
@@ -240,7 +258,7 @@ func TestHeavyWritesDuringBackfill(t *testing.T) {
 				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200)})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: workloadSize(sinkName, 50)}) }()
+			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: workloadSize(sinkName, 20)}) }()
 			stopped := false
 			stop := func() error {
 				if stopped {
@@ -346,7 +364,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			t.Parallel()
 			chunk := workloadSize(sinkName, 1000)
 			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
-				"wl_items": workloadSize(sinkName, 40000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100)})
+				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100)})
 			items := w.gen.Table("wl_items")
 			tn := w.tableName(items)
 			workers := []*localrun.Worker{w.worker("worker1"), w.worker("worker2")}
@@ -441,7 +459,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 				t.Fatalf("the run holding the killed snapshot ended with %q, want %s", failure, workflows.ErrTypeSnapshotSessionLost)
 			}
 			w.started = killedAt
-			w.waitStream(tn)
+			w.waitStreaming(tn)
 			t.Logf("workload seed %d: killed pid %d with %d of %d rows snapshotted; deleted %d of them; run %s failed: %.200s",
 				w.gen.Seed(), holder, len(partial), st.Snapshot.EstimatedRows, len(gone), runID, failure)
 			w.waitConverged()
