@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -156,6 +155,9 @@ func (g *Generator) execTx(ctx context.Context, stmts []string) error {
 	ctx = context.WithoutCancel(ctx)
 	err := pgx.BeginFunc(ctx, g.conn, func(tx pgx.Tx) error {
 		for _, s := range stmts {
+			if s == "" {
+				continue
+			}
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return fmt.Errorf("%.300s: %w", s, err)
 			}
@@ -310,20 +312,20 @@ func columnNames(cols []Column) string {
 	return strings.Join(names, ", ")
 }
 
-// insert returns one INSERT of n new rows.
+// insert returns one INSERT of up to n new rows ("" when it has none).
 func (g *Generator) insert(t *Table, n int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES ", t.Qualified(), columnNames(t.Columns))
-	seen := map[string]bool{}
-	for i := 0; i < n; i++ {
+	written := 0
+	for range n {
 		k := g.newKey(t)
-		if seen[k.String()] || g.live[t.Name].has(k) {
+		if g.live[t.Name].has(k) { // a re-inserted key drawn twice in this statement
 			continue
 		}
-		seen[k.String()] = true
-		if i > 0 && b.String()[b.Len()-1] == ')' {
+		if written > 0 {
 			b.WriteString(", ")
 		}
+		written++
 		b.WriteString("(")
 		ki := 0
 		for j, c := range t.Columns {
@@ -342,6 +344,9 @@ func (g *Generator) insert(t *Table, n int) string {
 		g.mu.Lock()
 		g.stats.Inserted++
 		g.mu.Unlock()
+	}
+	if written == 0 {
+		return ""
 	}
 	return b.String()
 }
@@ -428,9 +433,6 @@ func (g *Generator) largeTx(rows int) []string {
 	g.mu.Unlock()
 	return out
 }
-
-// ErrNoTable is returned for a table the workload does not define.
-var ErrNoTable = errors.New("no such workload table")
 
 // Delete deletes the given keys of table (keys it does not hold are ignored) in one
 // transaction, and records them as deleted.
