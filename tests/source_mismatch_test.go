@@ -14,31 +14,46 @@ import (
 	"github.com/sluicecdc/sluice/internal/localrun"
 )
 
-// TestStoredPositionFromAnotherSourceStops runs pipeline A into an Iceberg target until it has
-// committed, then starts pipeline B, configured by mistake with the same target but reading
-// another database of the same cluster (so another slot: another source). B's table must stop at
-// once, before it writes anything and whether or not its source changes, with a non-retryable
-// SourceMismatch error that names the table and the target, says the stored position belongs to
-// another source and what to do; A's rows and committed position in the target are untouched.
+// TestStoredPositionFromAnotherSourceStops runs pipeline A into a target until it has
+// committed, then starts pipeline B, configured by mistake with the same sink and target but
+// reading another database of the same cluster (so another slot: another source). B's table
+// must stop at once, before it writes anything and whether or not its source changes, with a
+// non-retryable SourceMismatch error that names the table and the target, says the stored
+// position belongs to another source and what to do; A's rows and committed position in the
+// target are untouched. It runs on every sink, since each stores its position its own way
+// (Iceberg snapshot properties, ClickHouse marker rows, Couchbase checkpoint documents).
 func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
 	t.Parallel()
+	for _, fs := range faultSinks() {
+		t.Run(fs.name, func(t *testing.T) {
+			t.Parallel()
+			storedPositionFromAnotherSource(t, fs)
+		})
+	}
+}
+
+func storedPositionFromAnotherSource(t *testing.T, fsk faultSink) {
 	ctx := context.Background()
-	a := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 3000))
+	universe := keys([2]int{1, 1000}, [2]int{200001, 200500}, [2]int{700000, 700050}, [2]int{900000, 900000})
+	dest := fsk.open(t, universe)
+	target := dest.target("items")
+	tables := []string{"public.items:" + target}
+	a := newPipeline(t, "", dest.yaml, tables, itemsDDL, itemsSeed(1, 1000))
+	readA := dest.read(a, target)
 	a.worker("worker-a")
 	a.sluice("start")
 	a.waitStream(itemsTable)
 	a.exec(liveItemChanges...)
-	a.waitEqual("public.items", "raw.items", "id", itemColumns)
-	sink := a.icebergSink()
-	posA, ok := a.sinkPosition(ctx, sink, "raw.items")
+	a.waitEqualTo("public.items", "id", e2eColumns, readA)
+	sink := openSink(t, a)
+	posA, ok := sinkPositionOf(t, sink, target)
 	if !ok {
-		t.Fatal("pipeline A committed but raw.items holds no position")
+		t.Fatalf("pipeline A committed but %s holds no position", target)
 	}
+	t.Logf("pipeline A committed %s at %s", target, posA)
 
-	// B: the same catalog and warehouse, the same target, another database.
-	sameSink := fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
-		filepath.Join(a.dir, "catalog.db"), filepath.Join(a.dir, "warehouse"))
-	b := newPipeline(t, "", sameSink, []string{"public.items:raw.items"},
+	// B: the same sink section, the same target, another database.
+	b := newPipeline(t, "", dest.yaml, tables,
 		itemsDDL, itemsSeed(1, 500), `UPDATE public.items SET name = 'from-b-' || id`)
 	b.worker("worker-b")
 	b.sluice("start")
@@ -51,7 +66,7 @@ func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
 	}
 	msg := appErr.Message()
 	for _, want := range []string{
-		"public.items", "raw.items", // which table, which target
+		"public.items", target, // which table, which target
 		"another source",                     // what is wrong
 		a.cfg.Source.Slot, b.cfg.Source.Slot, // both sources, by slot
 		"own target", "sluice resume --table public.items", // what to do
@@ -78,19 +93,18 @@ func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
 	}
 
 	// A's target is untouched: its rows are A's source's, its position A's.
-	a.waitEqual("public.items", "raw.items", "id", itemColumns)
-	var got localrun.Table
-	posAfter, ok := a.sinkPosition(ctx, sink, "raw.items")
+	a.waitEqualTo("public.items", "id", e2eColumns, readA)
+	posAfter, ok := sinkPositionOf(t, sink, target)
 	if !ok || posAfter != posA {
-		t.Fatalf("raw.items position moved from %s to %s (has position %v)", posA, posAfter, ok)
+		t.Fatalf("%s position moved from %s to %s (has position %v)", target, posA, posAfter, ok)
 	}
-	got, err = localrun.ScanIceberg(ctx, a.cfg, "raw.items", "id", []string{"id", "name"})
+	got, err := readA(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, r := range got.Rows {
-		if strings.HasPrefix(r[1], "from-b-") {
-			t.Fatalf("row %s of raw.items came from pipeline B: %v", k, r)
+		if strings.HasPrefix(r[0], "from-b-") {
+			t.Fatalf("row %s of %s came from pipeline B: %v", k, target, r)
 		}
 	}
 }
