@@ -1,0 +1,314 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/couchbase/gocb/v2"
+
+	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/testenv"
+)
+
+// sinkTarget is a pipeline into one sink and the reader that shows the target as a user of the
+// sink sees it, over columns.
+type sinkTarget struct {
+	p       *icebergPipeline
+	read    sinkReader
+	columns []string
+	keys    map[int]bool // every id the source may have held: Couchbase cannot list its keys
+}
+
+// know adds the inclusive id ranges to the keys the reader looks up (Couchbase only needs it).
+func (s *sinkTarget) know(ranges ...[2]int) {
+	for _, r := range ranges {
+		for id := r[0]; id <= r[1]; id++ {
+			s.keys[id] = true
+		}
+	}
+}
+
+// universe lists the known ids as text, sorted.
+func (s *sinkTarget) universe() []string {
+	ids := make([]int, 0, len(s.keys))
+	for id := range s.keys {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = strconv.Itoa(id)
+	}
+	return out
+}
+
+// waitEqual waits until the sink shows the source's items key by key.
+func (s *sinkTarget) waitEqual() { waitSinkEqual(s.p, s.read, s.columns) }
+
+// sinkKind opens a pipeline into one sink with the given source DSN, Temporal and setup SQL
+// (Sink and Tables of o are set by the kind).
+type sinkKind struct {
+	name string
+	open func(t *testing.T, o pipelineOptions) *sinkTarget
+}
+
+// everySink is the local Iceberg warehouse, a fresh database of the shared ClickHouse and a
+// fresh scope of the shared gocaves.
+func everySink() []sinkKind {
+	return []sinkKind{
+		{"iceberg", icebergTarget},
+		{"clickhouse", func(t *testing.T, o pipelineOptions) *sinkTarget {
+			return clickhouseTarget(t, o, testenv.ClickHouse(t))
+		}},
+		{"couchbase", func(t *testing.T, o pipelineOptions) *sinkTarget { return couchbaseTarget(t, o, testenv.Couchbase(t)) }},
+	}
+}
+
+// icebergTarget is a pipeline into raw.items of the warehouse o.Sink names (empty: a local one).
+func icebergTarget(t *testing.T, o pipelineOptions) *sinkTarget {
+	t.Helper()
+	o.Tables = []string{"public.items:raw.items"}
+	s := &sinkTarget{p: newPipelineWith(t, o), columns: itemColumns, keys: map[int]bool{}}
+	s.read = func(ctx context.Context) (localrun.Table, error) {
+		got, err := localrun.ScanIceberg(ctx, s.p.cfg, "raw.items", "id", append([]string{"id"}, itemColumns...))
+		out := localrun.Table{Columns: itemColumns, Rows: map[string][]string{}}
+		for k, r := range got.Rows {
+			out.Rows[k] = r[1:]
+		}
+		return out, err
+	}
+	return s
+}
+
+// clickhouseTarget is a pipeline into a fresh database of the ClickHouse at addr.
+func clickhouseTarget(t *testing.T, o pipelineOptions, addr string) *sinkTarget {
+	t.Helper()
+	db := testenv.RandomName("sluice_fault_")
+	o.Sink = fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db)
+	o.Tables = []string{"public.items:items"}
+	p := newPipelineWith(t, o)
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
+	return &sinkTarget{p: p, columns: e2eColumns, keys: map[int]bool{},
+		read: func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+".items") }}
+}
+
+// couchbaseTarget is a pipeline into a fresh scope of the Couchbase cb; its reader gets the
+// document of every known key.
+func couchbaseTarget(t *testing.T, o pipelineOptions, cb testenv.CouchbaseInfo) *sinkTarget {
+	t.Helper()
+	scope := testenv.RandomName("fault")
+	o.Sink = fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
+		cb.ConnString, cb.Username, cb.Password, cb.Bucket)
+	o.Tables = []string{"public.items:" + scope + ".items"}
+	s := &sinkTarget{p: newPipelineWith(t, o), columns: e2eColumns, keys: map[int]bool{}}
+	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
+		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Close(nil) })
+	bucket := cluster.Bucket(cb.Bucket)
+	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	col := bucket.Scope(scope).Collection("items")
+	s.read = func(ctx context.Context) (localrun.Table, error) {
+		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
+		for _, k := range s.universe() {
+			res, err := col.Get(k, &gocb.GetOptions{Context: ctx})
+			if errors.Is(err, gocb.ErrDocumentNotFound) {
+				continue
+			}
+			if err != nil {
+				return out, fmt.Errorf("get %s: %w", k, err)
+			}
+			var doc struct {
+				Name *string  `json:"name"`
+				Qty  *float64 `json:"qty"`
+			}
+			if err := res.Content(&doc); err != nil {
+				return out, err
+			}
+			name, qty := "NULL", "NULL"
+			if doc.Name != nil {
+				name = *doc.Name
+			}
+			if doc.Qty != nil {
+				qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
+			}
+			out.Rows[k] = []string{name, qty}
+		}
+		return out, nil
+	}
+	return s
+}
+
+// liveItemKeys are the ids liveItemChanges may create.
+var liveItemKeys = [][2]int{{200001, 200500}, {900000, 900000}}
+
+// roundWriter writes small rounds to a source (20 new rows, an update of earlier rows, a
+// delete of two rows of the previous round) until stopped or a statement fails (the comparison
+// is with what the source holds afterwards). Ids from base on are its own.
+type roundWriter struct {
+	base   int
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// roundRows is how many rows a round of roundWriter inserts.
+const roundRows = 20
+
+// startRounds starts a roundWriter on dsn.
+func startRounds(dsn string, base int) *roundWriter {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &roundWriter{base: base, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		i := 0
+		for ; ctx.Err() == nil; i++ {
+			lo := base + i*roundRows
+			if err := execSQL(ctx, dsn,
+				itemsSeed(lo, lo+roundRows-1),
+				fmt.Sprintf(`UPDATE public.items SET qty = coalesce(qty, 0) + 1, name = name || '+' WHERE id %% 31 = %d AND id < %d`, i%31, lo),
+				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, lo-roundRows+3, lo-roundRows+4)); err != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond): // pacing, not synchronisation
+			}
+		}
+		w.done <- i
+	}()
+	return w
+}
+
+// stop stops the writer and returns the id range its rounds (the last one perhaps partly)
+// inserted, and the number of rounds.
+func (w *roundWriter) stop() ([2]int, int) {
+	w.cancel()
+	n := <-w.done
+	return [2]int{w.base, w.base + (n+1)*roundRows - 1}, n
+}
+
+// waitCommitRetried waits until the table's CommitBatch shows a failed attempt (attempt > 1
+// with a last failure, as the Web UI shows it) and returns what it saw.
+func waitCommitRetried(t *testing.T, p *icebergPipeline, what string) string {
+	t.Helper()
+	var seen string
+	err := localrun.WaitFor(context.Background(), "CommitBatch to show retries while "+what, 2*time.Minute, time.Second,
+		func(ctx context.Context) (bool, string, error) {
+			a, err := pendingCommit(ctx, p)
+			if err != nil || a == nil {
+				return false, "no pending CommitBatch", err
+			}
+			if a.GetAttempt() > 1 && a.GetLastFailure() != nil {
+				seen = fmt.Sprintf("attempt %d, last failure %q", a.GetAttempt(), a.GetLastFailure().GetMessage())
+				return true, "", nil
+			}
+			return false, fmt.Sprintf("attempt %d state %s", a.GetAttempt(), a.GetState()), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen
+}
+
+// TestCouchbaseOutageMidStream makes a private gocaves unreachable for 30 seconds while the
+// source keeps writing: its process group is stopped (SIGSTOP; a restart would lose its
+// in-memory documents), so connections hang as with a frozen or partitioned server. The
+// table's CommitBatch retries visibly, and once the server runs again (SIGCONT) the table
+// catches up with nothing lost, document by document.
+func TestCouchbaseOutageMidStream(t *testing.T) {
+	t.Parallel()
+	_, cb := privateService(t, devstack.ServiceCouchbase)
+	s := couchbaseTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 2000)}}, testenv.CouchbaseInfo{
+		ConnString: cb.URL, Username: cb.Extra["username"], Password: cb.Extra["password"], Bucket: cb.Extra["bucket"]})
+	s.know([2]int{1, 2000})
+	s.p.worker("worker")
+	s.p.sluice("start")
+	s.p.waitStream(itemsTable)
+
+	// The shell that runs gocaves leads its process group (devstack starts it with setsid).
+	freeze := func(sig syscall.Signal) error { return syscall.Kill(-cb.PID, sig) }
+	t.Cleanup(func() { _ = freeze(syscall.SIGCONT) })
+	w := startRounds(s.p.dsn, 100000)
+	time.Sleep(2 * time.Second) // writes in flight when the server freezes
+	if err := freeze(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stopping gocaves (process group %d): %v", cb.PID, err)
+	}
+	down := time.Now()
+	retried := waitCommitRetried(t, s.p, "Couchbase is frozen")
+	t.Logf("while frozen: %s", retried)
+	time.Sleep(time.Until(down.Add(30 * time.Second)))
+	if err := freeze(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("gocaves frozen for %s", time.Since(down).Round(time.Second))
+	time.Sleep(3 * time.Second) // writes go on after the outage too
+	written, rounds := w.stop()
+	s.know(written)
+	s.know(liveItemKeys...)
+	s.p.exec(liveItemChanges...)
+	back := time.Now()
+	s.waitEqual()
+	t.Logf("%d write rounds; equal %s after the outage", rounds, time.Since(back).Round(time.Second))
+}
+
+// TestIcebergStorageOutageMidStream runs an Iceberg pipeline whose warehouse is on S3 and cuts
+// the worker's connections to the object store (a TCP proxy in front of it that refuses and
+// drops connections) for 30 seconds while the source keeps writing. The table's CommitBatch
+// retries visibly; once the store is reachable again the table catches up with nothing lost,
+// key by key (read back from the same catalog and bucket).
+func TestIcebergStorageOutageMidStream(t *testing.T) {
+	t.Parallel()
+	store := testenv.S3(t)
+	px := startProxy(t, strings.TrimPrefix(store.Endpoint, "http://"))
+	sinkYAML := fmt.Sprintf(`  type: iceberg
+  iceberg:
+    catalog:
+      type: sql
+      dialect: sqlite
+      uri: %s
+    warehouse: s3://%s/warehouse
+    s3:
+      endpoint: http://%s
+      region: %s
+      access_key_id: %s
+      secret_access_key: %s`, filepath.Join(t.TempDir(), "catalog.db"), store.Bucket, px.Addr(), store.Region, store.AccessKeyID, store.SecretAccessKey)
+	s := icebergTarget(t, pipelineOptions{Sink: sinkYAML, SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}})
+	s.p.worker("worker")
+	s.p.sluice("start")
+	s.p.waitStream(itemsTable)
+	s.waitEqual() // the backfill is on S3 and readable before the cut
+
+	w := startRounds(s.p.dsn, 100000)
+	time.Sleep(2 * time.Second)
+	cut := px.Cut()
+	down := time.Now()
+	t.Logf("cut %d connections to the object store", cut)
+	retried := waitCommitRetried(t, s.p, "the object store is unreachable")
+	t.Logf("while cut: %s", retried)
+	time.Sleep(time.Until(down.Add(30 * time.Second)))
+	px.Restore()
+	t.Logf("object store unreachable for %s", time.Since(down).Round(time.Second))
+	time.Sleep(3 * time.Second)
+	_, rounds := w.stop()
+	s.p.exec(liveItemChanges...)
+	back := time.Now()
+	s.waitEqual()
+	t.Logf("%d write rounds; proxy %+v; equal %s after the restore", rounds, px.Stats(), time.Since(back).Round(time.Second))
+}
