@@ -3,7 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -121,7 +121,7 @@ func (t *table) refreshSchema(ctx, actx workflow.Context) error {
 	if err := workflow.ExecuteActivity(actx, setupActs.TableSchema, t.in.TableConfig).Get(ctx, &schema); err != nil {
 		return err
 	}
-	if reflect.DeepEqual(schema.Columns, t.in.Spec.Schema.Columns) {
+	if slices.Equal(schema.Columns, t.in.Spec.Schema.Columns) {
 		return nil
 	}
 	t.in.Spec.Schema = schema
