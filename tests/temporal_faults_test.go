@@ -306,15 +306,26 @@ func describeRun(ctx context.Context, p *icebergPipeline, id string) (workflowRu
 // TestTemporalServerRestartMidStream stops a private Temporal dev server (its own devstack
 // directory; the dev server keeps its history in a sqlite file there) while the pipeline
 // streams and the source keeps being written, leaves it down 15 seconds, and starts it again on
-// the same address with the same database. The worker and the test's client reconnect on their
-// own; the pipeline's workflows are the same executions (the same run, or runs continued from
-// it), running, and streaming again; the sink equals the source key by key.
+// the same address with the same database, on every sink. The worker and the test's client
+// reconnect on their own; the pipeline's workflows are the same executions (the same run, or
+// runs continued from it), running, and streaming again; the sink equals the source key by key.
 func TestTemporalServerRestartMidStream(t *testing.T) {
 	t.Parallel()
+	for _, sk := range everySink() {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			temporalRestartMidStream(t, sk)
+		})
+	}
+}
+
+// temporalRestartMidStream is TestTemporalServerRestartMidStream into the sink sk opens.
+func temporalRestartMidStream(t *testing.T, sk sinkKind) {
 	ctx := context.Background()
 	stack, tmp := privateService(t, devstack.ServiceTemporal)
-	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"},
-		SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}, Temporal: tmp.Addr})
+	s := sk.open(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 2000)}, Temporal: tmp.Addr})
+	s.know([2]int{1, 2000})
+	p := s.p
 	p.worker("worker")
 	p.sluice("start")
 	p.waitStream(itemsTable)
@@ -328,7 +339,7 @@ func TestTemporalServerRestartMidStream(t *testing.T) {
 		before[id] = r
 	}
 
-	w := startWriting(p, 100000)
+	w := startRounds(p.dsn, 100000)
 	time.Sleep(2 * time.Second) // let writes be in flight when the server stops
 	if err := stack.Halt(ctx, devstack.ServiceTemporal); err != nil {
 		t.Fatal(err)
@@ -347,10 +358,12 @@ func TestTemporalServerRestartMidStream(t *testing.T) {
 	}
 	t.Logf("temporal down for %s", time.Since(down).Round(time.Second))
 	time.Sleep(5 * time.Second) // writes go on after the restart too
-	rounds := w.stop()
+	written, rounds := w.stop()
+	s.know(written)
+	s.know(liveItemKeys...)
 	p.exec(liveItemChanges...)
 	restarted := time.Now()
-	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+	s.waitEqual()
 	t.Logf("%d write rounds; equal %s after the restart", rounds, time.Since(restarted).Round(time.Second))
 
 	// The same executions carry on: the history survived the restart.
@@ -369,8 +382,9 @@ func TestTemporalServerRestartMidStream(t *testing.T) {
 		}
 	}
 	// And the table streams again: new writes reach the sink.
+	s.know([2]int{300001, 300100})
 	p.exec(itemsSeed(300001, 300100), `DELETE FROM public.items WHERE id BETWEEN 300001 AND 300010`)
-	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+	s.waitEqual()
 	st, err := localrun.TableStatus(ctx, p.temporal, p.name, itemsTable, p.started)
 	if err != nil {
 		t.Fatal(err)
