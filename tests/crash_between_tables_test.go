@@ -23,10 +23,11 @@ func multiTableTxn(i int) string {
 		COMMIT`, 100000+i, i, i%50, 1+i)
 }
 
-// TestCrashBetweenTwoTablesCommitsOfOneTransaction proves per-table atomicity under crashes:
+// TestCrashBetweenTwoTablesCommitsOfOneTransaction proves per-table atomicity under crashes,
+// on every sink (each commits a table's rows and position its own way):
 //
 //  1. Deterministically: with public.b paused, one transaction touching both tables is
-//     committed to raw.a only, then the worker is SIGKILLed. The sinks then hold one table
+//     committed to a's target only, then the worker is SIGKILLed. The sink then holds one table
 //     advanced past the transaction and one not (the state a crash between the two tables'
 //     commits leaves). A new worker and `resume` of public.b replay the unadvanced table from
 //     its committed position, and both tables equal the source.
@@ -38,23 +39,47 @@ func multiTableTxn(i int) string {
 // commit side, and a killed reader only adds its one-minute heartbeat timeout.
 func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 	t.Parallel()
+	for _, fs := range faultSinks() {
+		t.Run(fs.name, func(t *testing.T) {
+			t.Parallel()
+			crashBetweenTwoTables(t, fs)
+		})
+	}
+}
+
+// crashTxns is the number of transactions part 2 writes (multiTableTxn 1..crashTxns).
+const crashTxns = 60
+
+func crashBetweenTwoTables(t *testing.T, fsk faultSink) {
 	ctx := context.Background()
-	p := newIcebergPipeline(t, "", []string{"public.a:raw.a", "public.b:raw.b"}, twoTablesDDL(1000)...)
+	// Small tables: gocaves writes some 5,000 documents a second.
+	universe := keys([2]int{1, 1000}, [2]int{100000, 100000 + crashTxns})
+	dest := fsk.open(t)
+	ta, tb := dest.target("a"), dest.target("b")
+	p := newPipeline(t, "", dest.yaml, []string{"public.a:" + ta, "public.b:" + tb}, twoTablesDDL(1000)...)
+	readA, readB := dest.read(p, ta, universe), dest.read(p, tb, universe)
 	w1, w2 := p.worker("worker-1"), p.worker("worker-2")
 	p.sluice("start")
 	p.waitStream(tableA)
 	p.waitStream(tableB)
-	sink := p.icebergSink()
+	sink := openSink(t, p)
 
 	// 1. One table advanced, one not, then a crash.
 	p.sluice("pause", "--table", "public.b")
-	time.Sleep(time.Second) // the pause signal reaches the workflow
+	err := localrun.WaitFor(ctx, "public.b to be paused", 2*time.Minute, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			st, err := localrun.TableStatus(ctx, p.temporal, p.name, tableB, p.started)
+			return err == nil && st.Paused, fmt.Sprintf("%+v", st), err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := p.currentLSN(ctx)
 	p.exec(multiTableTxn(0))
-	err := localrun.WaitFor(ctx, "raw.a to commit the transaction", time.Minute, 200*time.Millisecond,
-		func(ctx context.Context) (bool, string, error) {
-			pos, ok := p.sinkPosition(ctx, sink, "raw.a")
-			return ok && pos.Position.LSN > before, "raw.a at " + pos.String(), nil
+	err = localrun.WaitFor(ctx, ta+" to commit the transaction", 2*time.Minute, 200*time.Millisecond,
+		func(context.Context) (bool, string, error) {
+			pos, ok := sinkPositionOf(t, sink, ta)
+			return ok && pos.Position.LSN > before, ta + " at " + pos.String(), nil
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -65,24 +90,24 @@ func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 	if err := killed.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	posA, _ := p.sinkPosition(ctx, sink, "raw.a")
-	posB, _ := p.sinkPosition(ctx, sink, "raw.b")
-	t.Logf("after the crash: raw.a at %s, raw.b at %s (the transaction commits after %X)", posA, posB, before)
+	posA, _ := sinkPositionOf(t, sink, ta)
+	posB, _ := sinkPositionOf(t, sink, tb)
+	t.Logf("after the crash: %s at %s, %s at %s (the transaction commits after %X)", ta, posA, tb, posB, before)
 	if posB.Position.LSN > before {
-		t.Fatalf("raw.b advanced to %s past the transaction while its table was paused", posB)
+		t.Fatalf("%s advanced to %s past the transaction while its table was paused", tb, posB)
 	}
-	b, err := localrun.ScanIceberg(ctx, p.cfg, "raw.b", "id", []string{"id"})
+	b, err := readB(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := b.Rows["100000"]; ok {
-		t.Fatal("raw.b holds the transaction's insert though its table never committed it")
+		t.Fatalf("%s holds the transaction's insert though its table never committed it", tb)
 	}
 	live := []*localrun.Worker{p.worker("worker-restarted"), w1, w2}
 	live = slices.DeleteFunc(live, func(w *localrun.Worker) bool { return w == killed })
 	p.sluice("resume", "--table", "public.b")
-	p.waitEqual("public.a", "raw.a", "id", twoTableColumns)
-	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
+	p.waitEqualTo("public.a", "id", twoTableColumns, readA)
+	p.waitEqualTo("public.b", "id", twoTableColumns, readB)
 
 	// 2. Repeated kills while transactions touching both tables stream.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -90,7 +115,7 @@ func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		var err error
-		for i := 1; i <= 60 && err == nil && wctx.Err() == nil; i++ {
+		for i := 1; i <= crashTxns && err == nil && wctx.Err() == nil; i++ {
 			err = execSQL(wctx, p.dsn, multiTableTxn(i))
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -103,12 +128,12 @@ func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 		if err := victim.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		a, _ := p.sinkPosition(ctx, sink, "raw.a")
-		b, _ := p.sinkPosition(ctx, sink, "raw.b")
+		a, _ := sinkPositionOf(t, sink, ta)
+		b, _ := sinkPositionOf(t, sink, tb)
 		if a.Position.LSN != b.Position.LSN {
 			split++
 		}
-		t.Logf("killed worker %d: raw.a at %s, raw.b at %s", victim.PID(), a, b)
+		t.Logf("killed worker %d: %s at %s, %s at %s", victim.PID(), ta, a, tb, b)
 		live = slices.DeleteFunc(live, func(w *localrun.Worker) bool { return w == victim })
 		live = append(live, p.worker(fmt.Sprintf("worker-restart-%d", i)))
 	}
@@ -116,6 +141,6 @@ func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d of 3 kills found the two tables at different positions", split)
-	p.waitEqual("public.a", "raw.a", "id", twoTableColumns)
-	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
+	p.waitEqualTo("public.a", "id", twoTableColumns, readA)
+	p.waitEqualTo("public.b", "id", twoTableColumns, readB)
 }

@@ -2,9 +2,12 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,71 +23,124 @@ import (
 
 // destination is one sink destination of a test's own: the sink section pipelines write into
 // it with, how a source table's target is named in it, and how a target is read back as a user
-// of the sink sees it (over e2eColumns, which are twoTableColumns too).
+// of the sink sees it (over e2eColumns, which are twoTableColumns too). universe names every key
+// the source table ever held: a key-value store cannot be listed without the query service, so
+// the Couchbase reader gets each key (the other sinks list their rows and ignore it).
 type destination struct {
-	yaml   string                                             // YAML under sink:, indented by two spaces
-	target func(table string) string                          // target of source table public.<table>
-	read   func(p *icebergPipeline, target string) sinkReader // target's visible rows
+	yaml   string                                                                // YAML under sink:, indented by two spaces
+	target func(table string) string                                             // target of source table public.<table>
+	read   func(p *icebergPipeline, target string, universe []string) sinkReader // target's visible rows
 }
 
-// faultSink is one sink a fault test runs against. open makes a fresh destination on it;
-// universe names every key the test's source tables ever hold (a key-value store cannot be
-// listed without the query service, so the Couchbase reader gets each key).
+// faultSink is one sink a fault test runs against; open makes a fresh destination on it.
 type faultSink struct {
 	name string
-	open func(t *testing.T, universe []string) destination
+	open func(t *testing.T) destination
 }
 
 // faultSinks are the three sinks every fault test runs against (issue 8).
 func faultSinks() []faultSink {
 	return []faultSink{
-		{"iceberg", func(t *testing.T, _ []string) destination {
-			dir := t.TempDir()
-			return destination{
-				yaml: fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
-					filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")),
-				target: func(table string) string { return "raw." + table },
-				read:   icebergReader,
+		{"iceberg", icebergDestination},
+		{"clickhouse", clickhouseDestination},
+		{"couchbase", couchbaseDestination},
+	}
+}
+
+// icebergDestination is a local Iceberg warehouse with a SQLite catalog in the test's temp dir.
+func icebergDestination(t *testing.T) destination {
+	dir := t.TempDir()
+	return destination{
+		yaml: fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
+			filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")),
+		target: func(table string) string { return "raw." + table },
+		read:   func(p *icebergPipeline, target string, _ []string) sinkReader { return icebergReader(p, target) },
+	}
+}
+
+// clickhouseDestination is a fresh database of the shared ClickHouse, dropped at cleanup.
+func clickhouseDestination(t *testing.T) destination {
+	addr := testenv.ClickHouse(t)
+	db := testenv.RandomName("sluice_fault_")
+	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
+	return destination{
+		yaml:   fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db),
+		target: func(table string) string { return table },
+		read: func(_ *icebergPipeline, target string, _ []string) sinkReader {
+			return func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+"."+target) }
+		},
+	}
+}
+
+// couchbaseDestination is a scope of the test's own in the shared gocaves bucket.
+func couchbaseDestination(t *testing.T) destination {
+	cb := testenv.Couchbase(t)
+	scope := testenv.RandomName("fault")
+	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
+		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Close(nil) })
+	bucket := cluster.Bucket(cb.Bucket)
+	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	return destination{
+		yaml: fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
+			cb.ConnString, cb.Username, cb.Password, cb.Bucket),
+		target: func(table string) string { return scope + "." + table },
+		read: func(_ *icebergPipeline, target string, universe []string) sinkReader {
+			return readCouchbaseBulk(bucket.Scope(scope).Collection(strings.TrimPrefix(target, scope+".")), universe)
+		},
+	}
+}
+
+// readCouchbaseBulk reads the documents of every key in universe from col as (name, qty), a
+// thousand keys per bulk request (a key-by-key read of tens of thousands of keys is too slow to
+// poll).
+func readCouchbaseBulk(col *gocb.Collection, universe []string) sinkReader {
+	return func(ctx context.Context) (localrun.Table, error) {
+		out := localrun.Table{Columns: twoTableColumns, Rows: map[string][]string{}}
+		for lo := 0; lo < len(universe); lo += 1000 {
+			ops := make([]gocb.BulkOp, 0, 1000)
+			gets := make([]*gocb.GetOp, 0, 1000)
+			for _, k := range universe[lo:min(lo+1000, len(universe))] {
+				g := &gocb.GetOp{ID: k}
+				ops, gets = append(ops, g), append(gets, g)
 			}
-		}},
-		{"clickhouse", func(t *testing.T, _ []string) destination {
-			addr := testenv.ClickHouse(t)
-			db := testenv.RandomName("sluice_fault_")
-			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
+			if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx}); err != nil {
+				return out, fmt.Errorf("bulk get: %w", err)
 			}
-			t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
-			return destination{
-				yaml:   fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db),
-				target: func(table string) string { return table },
-				read: func(_ *icebergPipeline, target string) sinkReader {
-					return func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+"."+target) }
-				},
+			for _, g := range gets {
+				if errors.Is(g.Err, gocb.ErrDocumentNotFound) {
+					continue
+				}
+				if g.Err != nil {
+					return out, fmt.Errorf("get %s: %w", g.ID, g.Err)
+				}
+				var doc struct {
+					Name *string  `json:"name"`
+					Qty  *float64 `json:"qty"`
+				}
+				if err := g.Result.Content(&doc); err != nil {
+					return out, fmt.Errorf("document %s: %w", g.ID, err)
+				}
+				name, qty := "NULL", "NULL"
+				if doc.Name != nil {
+					name = *doc.Name
+				}
+				if doc.Qty != nil {
+					qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
+				}
+				out.Rows[g.ID] = []string{name, qty}
 			}
-		}},
-		{"couchbase", func(t *testing.T, universe []string) destination {
-			cb := testenv.Couchbase(t)
-			scope := testenv.RandomName("fault")
-			cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
-				Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cluster.Close(nil) })
-			bucket := cluster.Bucket(cb.Bucket)
-			if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
-				t.Fatal(err)
-			}
-			return destination{
-				yaml: fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-					cb.ConnString, cb.Username, cb.Password, cb.Bucket),
-				target: func(table string) string { return scope + "." + table },
-				read: func(_ *icebergPipeline, target string) sinkReader {
-					return readCouchbase(bucket, scope, target[len(scope)+1:], universe)
-				},
-			}
-		}},
+		}
+		return out, nil
 	}
 }
 

@@ -35,11 +35,11 @@ func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
 func storedPositionFromAnotherSource(t *testing.T, fsk faultSink) {
 	ctx := context.Background()
 	universe := keys([2]int{1, 1000}, [2]int{200001, 200500}, [2]int{700000, 700050}, [2]int{900000, 900000})
-	dest := fsk.open(t, universe)
+	dest := fsk.open(t)
 	target := dest.target("items")
 	tables := []string{"public.items:" + target}
 	a := newPipeline(t, "", dest.yaml, tables, itemsDDL, itemsSeed(1, 1000))
-	readA := dest.read(a, target)
+	readA := dest.read(a, target, universe)
 	a.worker("worker-a")
 	a.sluice("start")
 	a.waitStream(itemsTable)

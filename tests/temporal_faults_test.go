@@ -204,6 +204,23 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 			p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 5000))
 			return p, func(p *icebergPipeline) { waitSinkEqual(p, read, e2eColumns) }
 		}},
+		{"couchbase", func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline)) {
+			dest := couchbaseDestination(t)
+			target := dest.target("items")
+			p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, 5000))
+			return p, func(p *icebergPipeline) {
+				// Every key the source ever held: the seed, the writer's rounds (from 100000 up
+				// to the highest key it inserted) and liveItemChanges' inserts and moved key.
+				waitSinkEqual(p, func(ctx context.Context) (localrun.Table, error) {
+					var top int
+					if err := p.queryRow(ctx, `SELECT coalesce(max(id), 0) FROM public.items WHERE id BETWEEN 100000 AND 200000`, &top); err != nil {
+						return localrun.Table{}, err
+					}
+					universe := keys([2]int{1, 5000}, [2]int{100000, top}, [2]int{200001, 200500}, [2]int{900000, 900000})
+					return dest.read(p, target, universe)(ctx)
+				}, e2eColumns)
+			}
+		}},
 	}
 	for _, sk := range sinks {
 		t.Run(sk.name, func(t *testing.T) {
