@@ -209,14 +209,14 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 			target := dest.target("items")
 			p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, 5000))
 			return p, func(p *icebergPipeline) {
-				// Every key the source ever held: the seed, the writer's rounds (from 100000 up
+				// Every key the source ever held: the seed, the writer's rounds (from 1000000 up
 				// to the highest key it inserted) and liveItemChanges' inserts and moved key.
 				waitSinkEqual(p, func(ctx context.Context) (localrun.Table, error) {
 					var top int
-					if err := p.queryRow(ctx, `SELECT coalesce(max(id), 0) FROM public.items WHERE id BETWEEN 100000 AND 200000`, &top); err != nil {
+					if err := p.queryRow(ctx, `SELECT coalesce(max(id), 0) FROM public.items WHERE id >= 1000000`, &top); err != nil {
 						return localrun.Table{}, err
 					}
-					universe := keys([2]int{1, 5000}, [2]int{100000, top}, [2]int{200001, 200500}, [2]int{900000, 900000})
+					universe := keys([2]int{1, 5000}, [2]int{1000000, top}, [2]int{200001, 200500}, [2]int{900000, 900000})
 					return dest.read(p, target, universe)(ctx)
 				}, e2eColumns)
 			}
@@ -234,7 +234,9 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 				t.Fatal("the worker streams but holds no connection through the proxy: it does not use SLUICE_TEMPORAL_ADDRESS")
 			}
 
-			w := startWriting(p, 100000)
+			// The writer's keys start above every key liveItemChanges writes (200001-200500, 900000),
+			// however many rounds the cuts take.
+			w := startWriting(p, 1000000)
 			const hold = 40 * time.Second // past the commit (20 s) and reader (30 s) heartbeat timeouts
 			var retried string
 			for try := 1; retried == ""; try++ {
