@@ -130,16 +130,7 @@ func TestContextColumnsOnClickHouseAndCouchbase(t *testing.T) {
 		universe := keys([2]int{1, ctxSeed}, [2]int{1001, 1050})
 		p, read := couchbasePipeline(t, universe, itemsDDL, itemsSeed(1, ctxSeed))
 		scope, _, _ := strings.Cut(p.cfg.Tables[0].Target, ".")
-		cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
-			Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cluster.Close(nil) })
-		bucket := cluster.Bucket(cb.Bucket)
-		if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
-			t.Fatal(err)
-		}
+		bucket := couchbaseBucket(t, cb)
 		// docs reads every document of the universe as its members.
 		docs := func(ctx context.Context) (map[string]map[string]json.RawMessage, error) {
 			col := bucket.Scope(scope).Collection("items")

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -111,48 +109,12 @@ func clickhouseTarget(t *testing.T, o pipelineOptions, addr string) *sinkTarget 
 func couchbaseTarget(t *testing.T, o pipelineOptions, cb testenv.CouchbaseInfo) *sinkTarget {
 	t.Helper()
 	scope := testenv.RandomName("fault")
-	o.Sink = fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-		cb.ConnString, cb.Username, cb.Password, cb.Bucket)
+	o.Sink = couchbaseYAML(cb)
 	o.Tables = []string{"public.items:" + scope + ".items"}
 	s := &sinkTarget{p: newPipelineWith(t, o), columns: e2eColumns, keys: map[int]bool{}}
-	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
-		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Close(nil) })
-	bucket := cluster.Bucket(cb.Bucket)
-	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
-		t.Fatal(err)
-	}
-	col := bucket.Scope(scope).Collection("items")
+	bucket := couchbaseBucket(t, cb)
 	s.read = func(ctx context.Context) (localrun.Table, error) {
-		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
-		for _, k := range s.universe() {
-			res, err := col.Get(k, &gocb.GetOptions{Context: ctx})
-			if errors.Is(err, gocb.ErrDocumentNotFound) {
-				continue
-			}
-			if err != nil {
-				return out, fmt.Errorf("get %s: %w", k, err)
-			}
-			var doc struct {
-				Name *string  `json:"name"`
-				Qty  *float64 `json:"qty"`
-			}
-			if err := res.Content(&doc); err != nil {
-				return out, err
-			}
-			name, qty := "NULL", "NULL"
-			if doc.Name != nil {
-				name = *doc.Name
-			}
-			if doc.Qty != nil {
-				qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
-			}
-			out.Rows[k] = []string{name, qty}
-		}
-		return out, nil
+		return readCouchbase(bucket, scope, "items", s.universe())(ctx)
 	}
 	return s
 }

@@ -2,10 +2,8 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,19 +202,9 @@ func couchbasePoison() poisonCase {
 		open: func(t *testing.T) (*icebergPipeline, sinkReader, sinkReader, string) {
 			cb := testenv.Couchbase(t)
 			scope = testenv.RandomName("poison")
-			p := newPipeline(t, "", fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-				cb.ConnString, cb.Username, cb.Password, cb.Bucket), []string{"public.a:" + scope + ".a", "public.b:" + scope + ".b"},
+			p := newPipeline(t, "", couchbaseYAML(cb), []string{"public.a:" + scope + ".a", "public.b:" + scope + ".b"},
 				twoTablesDDL(poisonSeed)...)
-			cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
-				Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cluster.Close(nil) })
-			bucket = cluster.Bucket(cb.Bucket)
-			if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
-				t.Fatal(err)
-			}
+			bucket = couchbaseBucket(t, cb)
 			universe := keys([2]int{1, poisonSeed}, [2]int{10000, 10002}, [2]int{20001, 20300}, [2]int{30000, 30000})
 			return p, readCouchbase(bucket, scope, "a", universe), readCouchbase(bucket, scope, "b", universe), scope + ".a"
 		},
@@ -234,39 +222,6 @@ func couchbasePoison() poisonCase {
 				t.Fatalf("dropping collection %s.a: %v", scope, err)
 			}
 		},
-	}
-}
-
-// readCouchbase reads the documents of every key in universe from scope.collection as (name, qty).
-func readCouchbase(bucket *gocb.Bucket, scope, collection string, universe []string) sinkReader {
-	return func(ctx context.Context) (localrun.Table, error) {
-		col := bucket.Scope(scope).Collection(collection)
-		out := localrun.Table{Columns: twoTableColumns, Rows: map[string][]string{}}
-		for _, k := range universe {
-			res, err := col.Get(k, &gocb.GetOptions{Context: ctx})
-			if errors.Is(err, gocb.ErrDocumentNotFound) {
-				continue
-			}
-			if err != nil {
-				return out, fmt.Errorf("get %s: %w", k, err)
-			}
-			var doc struct {
-				Name *string  `json:"name"`
-				Qty  *float64 `json:"qty"`
-			}
-			if err := res.Content(&doc); err != nil {
-				return out, err
-			}
-			name, qty := "NULL", "NULL"
-			if doc.Name != nil {
-				name = *doc.Name
-			}
-			if doc.Qty != nil {
-				qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
-			}
-			out.Rows[k] = []string{name, qty}
-		}
-		return out, nil
 	}
 }
 

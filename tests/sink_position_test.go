@@ -80,19 +80,9 @@ func clickhouseDestination(t *testing.T) destination {
 func couchbaseDestination(t *testing.T) destination {
 	cb := testenv.Couchbase(t)
 	scope := testenv.RandomName("fault")
-	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
-		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Close(nil) })
-	bucket := cluster.Bucket(cb.Bucket)
-	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
-		t.Fatal(err)
-	}
+	bucket := couchbaseBucket(t, cb)
 	return destination{
-		yaml: fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-			cb.ConnString, cb.Username, cb.Password, cb.Bucket),
+		yaml:   couchbaseYAML(cb),
 		target: func(table string) string { return scope + "." + table },
 		read: func(_ *icebergPipeline, target string, universe []string) sinkReader {
 			return readCouchbaseBulk(bucket.Scope(scope).Collection(strings.TrimPrefix(target, scope+".")), universe)

@@ -70,8 +70,20 @@ func couchbasePipeline(t *testing.T, universe []string, setupSQL ...string) (*ic
 	t.Helper()
 	cb := testenv.Couchbase(t)
 	scope := testenv.RandomName("e2e")
-	p := newPipeline(t, "", fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-		cb.ConnString, cb.Username, cb.Password, cb.Bucket), []string{"public.items:" + scope + ".items"}, setupSQL...)
+	p := newPipeline(t, "", couchbaseYAML(cb), []string{"public.items:" + scope + ".items"}, setupSQL...)
+	bucket := couchbaseBucket(t, cb)
+	return p, readCouchbase(bucket, scope, "items", universe)
+}
+
+// couchbaseYAML is the sink section of a pipeline into cb's bucket.
+func couchbaseYAML(cb testenv.CouchbaseInfo) string {
+	return fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
+		cb.ConnString, cb.Username, cb.Password, cb.Bucket)
+}
+
+// couchbaseBucket connects to cb's bucket for reading the sink back, closed at cleanup.
+func couchbaseBucket(t *testing.T, cb testenv.CouchbaseInfo) *gocb.Bucket {
+	t.Helper()
 	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
 		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
 	if err != nil {
@@ -82,8 +94,13 @@ func couchbasePipeline(t *testing.T, universe []string, setupSQL ...string) (*ic
 	if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	return p, func(ctx context.Context) (localrun.Table, error) {
-		col := bucket.Scope(scope).Collection("items")
+	return bucket
+}
+
+// readCouchbase reads the documents of every key in universe from scope.collection as (name, qty).
+func readCouchbase(bucket *gocb.Bucket, scope, collection string, universe []string) sinkReader {
+	return func(ctx context.Context) (localrun.Table, error) {
+		col := bucket.Scope(scope).Collection(collection)
 		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
 		for _, k := range universe {
 			res, err := col.Get(k, &gocb.GetOptions{Context: ctx})

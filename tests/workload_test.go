@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/couchbase/gocb/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -89,18 +88,8 @@ func newWorkloadPipeline(t *testing.T, sinkName string, chunkRows int, rows map[
 		cb := testenv.Couchbase(t)
 		scope := testenv.RandomName("wl")
 		target = func(name string) string { return scope + "." + name }
-		sinkYAML = fmt.Sprintf("  type: couchbase\n  couchbase:\n    connstr: %s\n    username: %s\n    password: %s\n    bucket: %s",
-			cb.ConnString, cb.Username, cb.Password, cb.Bucket)
-		cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
-			Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cluster.Close(nil) })
-		bucket := cluster.Bucket(cb.Bucket)
-		if err := bucket.WaitUntilReady(30*time.Second, nil); err != nil {
-			t.Fatal(err)
-		}
+		sinkYAML = couchbaseYAML(cb)
+		bucket := couchbaseBucket(t, cb)
 		w.sink = workload.CouchbaseSink{Bucket: bucket, Collection: func(name string) (string, string) { return scope, name }}
 	}
 	var tables []string
