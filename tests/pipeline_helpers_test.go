@@ -263,7 +263,13 @@ func execSQL(ctx context.Context, dsn string, stmts ...string) error {
 // waitEqualTo waits until read returns the source table's rows over columns, key by key.
 func (p *icebergPipeline) waitEqualTo(source, key string, columns []string, read func(ctx context.Context) (localrun.Table, error)) {
 	p.t.Helper()
-	err := localrun.WaitFor(context.Background(), "the sink to equal "+source, 3*time.Minute, time.Second,
+	p.waitEqualWithin(3*time.Minute, source, key, columns, read)
+}
+
+// waitEqualWithin is waitEqualTo with its own deadline.
+func (p *icebergPipeline) waitEqualWithin(timeout time.Duration, source, key string, columns []string, read func(ctx context.Context) (localrun.Table, error)) {
+	p.t.Helper()
+	err := localrun.WaitFor(context.Background(), "the sink to equal "+source, timeout, time.Second,
 		func(ctx context.Context) (bool, string, error) {
 			src, err := localrun.ScanPostgres(ctx, p.dsn, source, key, columns)
 			if err != nil {

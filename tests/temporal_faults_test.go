@@ -132,22 +132,7 @@ func waitReconnected(t *testing.T, px *netfault.Proxy) {
 // the old one (still on the worker until it learns it timed out) to let go of the slot.
 func waitSinkEqual(p *icebergPipeline, read sinkReader, columns []string) {
 	p.t.Helper()
-	err := localrun.WaitFor(context.Background(), "the sink to equal public.items", 6*time.Minute, time.Second,
-		func(ctx context.Context) (bool, string, error) {
-			src, err := localrun.ScanPostgres(ctx, p.dsn, "public.items", "id", columns)
-			if err != nil {
-				return false, "", err
-			}
-			got, err := read(ctx)
-			if err != nil {
-				return false, "", err
-			}
-			diff := localrun.Diff(src, got, 5)
-			return len(diff) == 0, fmt.Sprintf("%d+ differences: %s", len(diff), strings.Join(diff, "; ")), nil
-		})
-	if err != nil {
-		p.t.Fatal(err)
-	}
+	p.waitEqualWithin(6*time.Minute, "public.items", "id", columns, read)
 }
 
 // logReaderRecovery logs how the reader came back: its activity's attempt and last failure,
