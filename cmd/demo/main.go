@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -67,6 +68,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	demoDir := filepath.Join(stack.Dir, "demo")
+	// A worker left by an earlier demo that did not end cleanly (killed, or its output pipe
+	// closed) would take this demo's tasks with a sink cache of the old warehouse.
+	stopStaleWorker(filepath.Join(demoDir, "worker.pid"))
 	if err := os.RemoveAll(demoDir); err != nil {
 		return fmt.Errorf("cleaning %s: %w", demoDir, err)
 	}
@@ -110,6 +114,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer w.Stop()
+	if err := os.WriteFile(filepath.Join(demoDir, "worker.pid"), []byte(strconv.Itoa(w.PID())), 0o644); err != nil {
+		return err
+	}
 
 	step("sluice start --config %s", configPath)
 	out, err := localrun.Sluice(ctx, bins.Starter, env, "start", "--config", configPath)
@@ -262,4 +269,26 @@ func printTable(t localrun.Table, n int) {
 		fmt.Printf("%-8s %-16s %-10s %-10s\n", r[0], r[1], r[2], r[3])
 	}
 	fmt.Println()
+}
+
+// stopStaleWorker kills the demo worker whose pid an earlier demo recorded in pidFile, if that
+// process still runs and is a sluice-worker.
+func stopStaleWorker(pidFile string) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), "sluice-worker") {
+		return
+	}
+	step("stopping the worker an earlier demo left running (pid %d)", pid)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
 }
