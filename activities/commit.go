@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -189,7 +189,7 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 // EnsureTable evolved the target for them. A change the sink cannot make is poison.
 func (a *Commit) evolve(ctx context.Context, sink sinks.Sink, in CommitBatchInput, h batch.FileHeader, pos batch.SourcePosition, ok bool) (sinks.TableSpec, bool, error) {
 	spec := in.Table.Spec
-	if len(h.Columns) == 0 || reflect.DeepEqual(h.Columns, spec.Schema.Columns) {
+	if len(h.Columns) == 0 || slices.Equal(h.Columns, spec.Schema.Columns) {
 		return spec, false, nil
 	}
 	spec.Schema.Columns = h.Columns

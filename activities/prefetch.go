@@ -109,18 +109,12 @@ func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, sch
 // readChunk returns up to limit rows after the key after (nil for the first chunk): the chunk
 // read ahead when it matches, otherwise a fresh read under ctx.
 func (h *heldSnapshot) readChunk(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (chunk, error) {
-	h.mu.Lock()
-	ra := h.next
-	h.next = nil
-	h.mu.Unlock()
-	if ra != nil {
+	if ra := h.swapReadAhead(nil); ra != nil {
 		// The snapshot's connection reads one query at a time: whatever ra is, wait for it.
 		select {
 		case <-ra.done:
 		case <-ctx.Done():
-			ra.cancel() // breaks the read; the run's next attempt fails on the snapshot and re-snapshots
-			<-ra.done
-			ra.release()
+			ra.abandon() // breaks the read; the run's next attempt fails on the snapshot and re-snapshots
 			return chunk{}, ctx.Err()
 		}
 		ra.cancel()
@@ -130,6 +124,22 @@ func (h *heldSnapshot) readChunk(ctx context.Context, mem memory.Allocator, sche
 		ra.release()
 	}
 	return h.readRecord(ctx, mem, schema, after, limit)
+}
+
+// swapReadAhead makes ra the chunk read ahead (nil: none) and returns the one it replaces.
+func (h *heldSnapshot) swapReadAhead(ra *readAhead) *readAhead {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.next
+	h.next = ra
+	return old
+}
+
+// abandon cancels the read ahead, waits for its goroutine to end and frees its record.
+func (ra *readAhead) abandon() {
+	ra.cancel()
+	<-ra.done
+	ra.release()
 }
 
 // release frees the record of a chunk read ahead that nobody takes.
@@ -145,14 +155,8 @@ func (ra *readAhead) release() {
 func (h *heldSnapshot) readAheadFrom(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ra := &readAhead{after: after, limit: limit, cancel: cancel, done: make(chan struct{})}
-	h.mu.Lock()
-	old := h.next
-	h.next = ra
-	h.mu.Unlock()
-	if old != nil {
-		old.cancel()
-		<-old.done
-		old.release()
+	if old := h.swapReadAhead(ra); old != nil {
+		old.abandon()
 	}
 	go func() {
 		defer close(ra.done)
@@ -163,14 +167,8 @@ func (h *heldSnapshot) readAheadFrom(ctx context.Context, mem memory.Allocator, 
 // stopReadAhead cancels the chunk read ahead, if any, and waits for its goroutine to end. It is
 // called before the snapshot is closed.
 func (h *heldSnapshot) stopReadAhead() {
-	h.mu.Lock()
-	ra := h.next
-	h.next = nil
-	h.mu.Unlock()
-	if ra != nil {
-		ra.cancel()
-		<-ra.done
-		ra.release()
+	if ra := h.swapReadAhead(nil); ra != nil {
+		ra.abandon()
 	}
 }
 
