@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/activities"
-	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/source"
@@ -162,40 +161,38 @@ func pauseCmd(a *app) *cobra.Command {
 func resumeCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resume", "Resume a paused table, or restart a failed one from its committed position (fix the cause first)", false,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
-			// A failed table restarts as a new run, and a new run needs the table's schema (the
-			// SourceWorkflow passes it to the runs it starts): read the current one.
-			schema, err := discoverSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			tc, err := withCurrentSchema(cmd.Context(), a.cfg.Source.DSN, tc)
 			if err != nil {
 				return err
 			}
-			tc.Spec.Schema = schema
 			return t.Resume(cmd.Context(), tc)
 		})
 }
 
-// discoverSchema reads the table's current schema from the source.
-func discoverSchema(ctx context.Context, dsn string, tc activities.TableConfig) (batch.Schema, error) {
+// withCurrentSchema returns tc with the table's current schema read from the source. Resume and
+// resync may start a new run of a failed or stopped table, and a new run needs the schema (the
+// SourceWorkflow passes it to the runs it starts).
+func withCurrentSchema(ctx context.Context, dsn string, tc activities.TableConfig) (activities.TableConfig, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return batch.Schema{}, fmt.Errorf("connecting to the source to read the schema of table %s (source.dsn): %w", tc.Table(), err)
+		return tc, fmt.Errorf("connecting to the source to read the schema of table %s (source.dsn): %w", tc.Table(), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	schema, err := source.DiscoverSchema(ctx, conn, tc.Table(), tc.Key)
 	if err != nil {
-		return batch.Schema{}, fmt.Errorf("reading the schema of table %s: %w", tc.Table(), err)
+		return tc, fmt.Errorf("reading the schema of table %s: %w", tc.Table(), err)
 	}
-	return schema, nil
+	tc.Spec.Schema = schema
+	return tc, nil
 }
 
 func resyncCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot (a running, paused or failed table)", true,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
-			// A failed table resyncs in a new run, which needs the table's schema (see resume).
-			schema, err := discoverSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			tc, err := withCurrentSchema(cmd.Context(), a.cfg.Source.DSN, tc)
 			if err != nil {
 				return err
 			}
-			tc.Spec.Schema = schema
 			return t.Resync(cmd.Context(), tc)
 		})
 }

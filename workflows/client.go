@@ -90,9 +90,7 @@ func (t Tables) SignalBatch(ctx context.Context, table activities.TableConfig, r
 	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
 		return err
 	}
-	_, err = t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalBatch, ref, opts, TableWorkflowType,
-		TableInput{TableConfig: table, Options: t.Options})
-	if err != nil {
+	if err := t.signalWithStart(ctx, opts, table, SignalBatch, ref); err != nil {
 		return fmt.Errorf("signalling batch %s to workflow %s: %w", ref.Range(), opts.ID, err)
 	}
 	return nil
@@ -116,9 +114,7 @@ func (t Tables) Resume(ctx context.Context, table activities.TableConfig) error 
 			"and resuming would skip that batch's changes; run `sluice resync --table %s` to backfill the table from a new snapshot",
 			table.Table(), errType, table.Table())
 	}
-	_, err = t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalResume, nil, opts, TableWorkflowType,
-		TableInput{TableConfig: table, Options: t.Options})
-	if err != nil {
+	if err := t.signalWithStart(ctx, opts, table, SignalResume, nil); err != nil {
 		return fmt.Errorf("resuming workflow %s: %w", opts.ID, err)
 	}
 	return nil
@@ -134,12 +130,18 @@ func (t Tables) Pause(ctx context.Context, table activities.TableConfig) error {
 // that resyncs first (table must carry its schema for that run, as for Resume).
 func (t Tables) Resync(ctx context.Context, table activities.TableConfig) error {
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
-	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, SignalResync, nil, opts, TableWorkflowType,
-		TableInput{TableConfig: table, Options: t.Options})
-	if err != nil {
+	if err := t.signalWithStart(ctx, opts, table, SignalResync, nil); err != nil {
 		return fmt.Errorf("resyncing workflow %s: %w", opts.ID, err)
 	}
 	return nil
+}
+
+// signalWithStart delivers signal (with arg) to the table's workflow, starting a new run of it
+// with the table's input when none runs.
+func (t Tables) signalWithStart(ctx context.Context, opts client.StartWorkflowOptions, table activities.TableConfig, signal string, arg any) error {
+	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, signal, arg, opts, TableWorkflowType,
+		TableInput{TableConfig: table, Options: t.Options})
+	return err
 }
 
 // lastFailure returns the error type of the table's latest run when that run failed, and ""
