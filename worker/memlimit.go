@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/sluicecdc/sluice/config"
 )
 
 // cgroupMemoryMax is where cgroup v2 publishes the container's memory limit.
@@ -41,7 +43,7 @@ func applyMemoryLimit(flag string, log *slog.Logger) error {
 		log.Info("memory limit from the container", "cgroup_limit_bytes", limit, "soft_limit_bytes", soft)
 		return nil
 	}
-	n, err := parseSize(flag)
+	n, err := parseMemoryLimit(flag)
 	if err != nil {
 		return fmt.Errorf("--memory-limit %q: %w; write a size such as 400MiB or 2GiB, auto or off", flag, err)
 	}
@@ -63,23 +65,15 @@ func cgroupLimit(path string) (int64, bool) {
 	return n, true
 }
 
-// parseSize parses a byte size: a number with an optional B, KiB, MiB, GiB or TiB suffix.
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
+// parseMemoryLimit reads a --memory-limit size in the syntax of the config's sizes
+// (config.ParseByteSize: 400MiB, 1.5GiB, 512MB, a number of bytes); it must be positive.
+func parseMemoryLimit(s string) (int64, error) {
+	n, err := config.ParseByteSize(s)
+	if err != nil {
+		return 0, err
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("not a positive size")
+	if n <= 0 {
+		return 0, fmt.Errorf("%q is not a positive size", s)
 	}
-	return n * mult, nil
+	return int64(n), nil
 }

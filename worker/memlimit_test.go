@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestParseSize(t *testing.T) {
+func TestParseMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64
@@ -17,13 +17,15 @@ func TestParseSize(t *testing.T) {
 		{"1048576", 1 << 20, true},
 		{"512 KiB", 512 << 10, true},
 		{"100B", 100, true},
+		{"1.5GiB", 3 << 29, true}, // the config's size syntax
 		{"-1MiB", 0, false},
+		{"0MiB", 0, false},
 		{"lots", 0, false},
-		{"1.5GiB", 0, false},
+		{"1.3B", 0, false},
 	} {
-		got, err := parseSize(tc.in)
+		got, err := parseMemoryLimit(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+			t.Errorf("parseMemoryLimit(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
 	}
 }
