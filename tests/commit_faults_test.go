@@ -12,14 +12,11 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
-	"github.com/sluicecdc/sluice/workflows"
 )
 
 // The commit-fault pipelines backfill commitFaultSeed rows; their live writes insert ids from
@@ -239,16 +236,11 @@ func waitCommittedPast(t *testing.T, p *icebergPipeline, lsn uint64) string {
 
 // tableFailed returns the failure of public.items' workflow when its latest run failed, or "".
 func tableFailed(ctx context.Context, p *icebergPipeline) (string, error) {
-	id := workflows.TableWorkflowID(p.name, itemsTable)
-	desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
+	werr, err := p.failedRunError(ctx, itemsTable)
+	if err != nil || werr == nil {
 		return "", err
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
-		return "", nil
-	}
-	werr := p.temporal.GetWorkflow(ctx, id, "").Get(ctx, nil)
-	return fmt.Sprint(werr), nil
+	return werr.Error(), nil
 }
 
 // TestWorkerKilledAtCommitPoints SIGKILLs a worker at precise points of a commit, on Iceberg,

@@ -67,15 +67,10 @@ func (p *icebergPipeline) waitTableFailed(tn batch.TableName) *temporal.Applicat
 	var appErr *temporal.ApplicationError
 	err := localrun.WaitFor(context.Background(), "workflow "+id+" to fail", 2*time.Minute, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
-			desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
-			if err != nil {
-				return false, "", err
+			werr, err := p.failedRunError(ctx, tn)
+			if err != nil || werr == nil {
+				return false, "its latest run has not failed", err
 			}
-			st := desc.GetWorkflowExecutionInfo().GetStatus()
-			if st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
-				return false, st.String(), nil
-			}
-			werr := p.temporal.GetWorkflow(ctx, id, "").Get(ctx, nil)
 			if !errors.As(werr, &appErr) {
 				return false, "", fmt.Errorf("failed run of %s ended with %v, not an application error", id, werr)
 			}
@@ -85,6 +80,26 @@ func (p *icebergPipeline) waitTableFailed(tn batch.TableName) *temporal.Applicat
 		p.t.Fatal(err)
 	}
 	return appErr
+}
+
+// failedRunError returns the error table tn's latest run failed with, or nil when that run has
+// not failed (it runs, or ended otherwise).
+func (p *icebergPipeline) failedRunError(ctx context.Context, tn batch.TableName) (error, error) {
+	id := workflows.TableWorkflowID(p.name, tn)
+	desc, err := p.temporal.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return nil, err
+	}
+	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		return nil, nil
+	}
+	return p.temporal.GetWorkflow(ctx, id, "").Get(ctx, nil), nil
+}
+
+// workerPID is the process id in a Temporal worker identity (pid@host@...).
+func workerPID(identity string) (int, error) {
+	n, _, _ := strings.Cut(identity, "@")
+	return strconv.Atoi(n)
 }
 
 // currentLSN returns the source's current WAL position.
@@ -123,8 +138,7 @@ func (p *icebergPipeline) readerPID() int {
 				if a.GetActivityType().GetName() != "ReadStream" || a.GetLastWorkerIdentity() == "" {
 					continue
 				}
-				n, _, _ := strings.Cut(a.GetLastWorkerIdentity(), "@")
-				pid, err = strconv.Atoi(n)
+				pid, err = workerPID(a.GetLastWorkerIdentity())
 				return err == nil && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED, a.GetState().String(), err
 			}
 			return false, "no ReadStream activity pending", nil

@@ -309,8 +309,7 @@ func (w *workloadPipeline) snapshotSession(ctx context.Context, tn batch.TableNa
 		}
 		if (name == "CopyChunk" || strings.Contains(name, "SessionCreation")) && a.GetLastWorkerIdentity() != "" &&
 			a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-			n, _, _ := strings.Cut(a.GetLastWorkerIdentity(), "@")
-			if pid, err = strconv.Atoi(n); err != nil {
+			if pid, err = workerPID(a.GetLastWorkerIdentity()); err != nil {
 				return "", 0, false, err
 			}
 		}
