@@ -35,8 +35,10 @@ import (
 
 type options struct {
 	rows, bulk, smallTx, chunkRows, rate int
-	sinks                                []string
+	memoryRows, memoryTx                 int
+	sinks, memorySinks                   []string
 	skipSluice, skipStream, skipLatency  bool
+	skipMemory                           bool
 	profileDir, bins                     string
 	latencyFor, maxWait                  time.Duration
 	out                                  string
@@ -44,7 +46,7 @@ type options struct {
 
 func main() {
 	var o options
-	var sinks string
+	var sinks, memorySinks string
 	flag.IntVar(&o.rows, "rows", 2_000_000, "rows of the benchmark table (the bulk UPDATE changes a quarter of them)")
 	flag.IntVar(&o.bulk, "bulk", 0, "rows of the bulk UPDATE transaction, at most --rows (0: rows/4)")
 	flag.IntVar(&o.smallTx, "small-tx", 0, "single-row transactions of the stream workload (0: rows/5)")
@@ -53,6 +55,10 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-for", 20*time.Second, "how long the latency run inserts")
 	flag.DurationVar(&o.maxWait, "max-wait", time.Second, "batch.max_wait of the benchmark pipelines (the flush interval)")
 	flag.StringVar(&sinks, "sinks", "iceberg,clickhouse,couchbase", "sinks to measure, comma-separated")
+	flag.IntVar(&o.memoryRows, "memory-rows", 10_000_000, "rows of the memory case's backfill (public.orders is refilled with them after the throughput runs)")
+	flag.IntVar(&o.memoryTx, "memory-tx", 1_000_000, "rows of the memory case's single transaction, at most --memory-rows")
+	flag.StringVar(&memorySinks, "memory-sinks", "iceberg,clickhouse", "sinks of the memory cases, comma-separated (gocaves keeps every document in its own memory: add couchbase with care)")
+	flag.BoolVar(&o.skipMemory, "skip-memory", false, "leave out the memory cases")
 	flag.BoolVar(&o.skipSluice, "skip-sluice", false, "measure only Postgres' limits")
 	flag.BoolVar(&o.skipStream, "skip-stream", false, "leave out the stream workloads (and their limits): backfill and latency only")
 	flag.BoolVar(&o.skipLatency, "skip-latency", false, "leave out the latency run")
@@ -66,17 +72,27 @@ func main() {
 	if o.smallTx <= 0 {
 		o.smallTx = o.rows / 5
 	}
-	for _, s := range strings.Split(sinks, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			o.sinks = append(o.sinks, s)
-		}
+	if o.memoryTx <= 0 || o.memoryTx > o.memoryRows {
+		o.memoryTx = min(1_000_000, o.memoryRows)
 	}
+	o.sinks, o.memorySinks = splitList(sinks), splitList(memorySinks)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func run(ctx context.Context, o options) error {
@@ -204,6 +220,36 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 			failures = append(failures, fmt.Sprintf("%s: %v", kind, err))
 		}
 	}
+	if o.skipMemory || len(o.memorySinks) == 0 {
+		return out, failures, nil
+	}
+	log.Info("memory cases: refilling public.orders", "rows", o.memoryRows)
+	if err := bench.CreateOrders(ctx, conn, o.memoryRows); err != nil {
+		return out, failures, err
+	}
+	mo := bench.MemoryOptions{Rows: o.memoryRows, Tx: o.memoryTx, ChunkRows: o.chunkRows}
+	for _, kind := range o.memorySinks {
+		dir := filepath.Join(work, kind+"-memory")
+		target, err := sinkTarget(ctx, stack, kind, dir)
+		if err != nil {
+			return out, failures, err
+		}
+		p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
+			SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
+			SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
+		if err != nil {
+			return out, failures, err
+		}
+		res, err := bench.MeasureMemory(ctx, conn, p, target, mo, log)
+		out = append(out, res...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, failures, err
+			}
+			log.Error("memory case failed", "sink", kind, "err", err, "worker logs", dir)
+			failures = append(failures, fmt.Sprintf("%s (memory cases): %v", kind, err))
+		}
+	}
 	return out, failures, nil
 }
 
@@ -231,8 +277,9 @@ func sinkTarget(ctx context.Context, stack *devstack.Stack, kind, dir string) (b
 
 func writeReport(report bench.Report, o options, failures []string) error {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# Benchmarks\n\nMeasured %s on %s, with a %d-row, 7-column table (`make bench`, flags: --rows %d --bulk %d --small-tx %d --chunk-rows %d --rate %d --latency-for %s --max-wait %s).\n\n",
-		report.Date.Format("2006-01-02 15:04 MST"), report.Machine, o.rows, o.rows, o.bulk, o.smallTx, o.chunkRows, o.rate, o.latencyFor, o.maxWait)
+	fmt.Fprintf(&buf, "# Benchmarks\n\nMeasured %s on %s, with a %d-row, 7-column table (`make bench`, flags: --rows %d --bulk %d --small-tx %d --chunk-rows %d --rate %d --latency-for %s --max-wait %s --memory-rows %d --memory-tx %d --memory-sinks %s).\n\n",
+		report.Date.Format("2006-01-02 15:04 MST"), report.Machine, o.rows, o.rows, o.bulk, o.smallTx, o.chunkRows, o.rate, o.latencyFor, o.maxWait,
+		o.memoryRows, o.memoryTx, strings.Join(o.memorySinks, ","))
 	report.WriteTable(&buf)
 	if !o.skipSluice {
 		fmt.Fprintf(&buf, "\n## Goals (issue 9)\n\n")

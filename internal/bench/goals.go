@@ -54,7 +54,7 @@ func (r Report) Checks(icebergFlush time.Duration) []Check {
 			}
 			out = append(out, Check{Goal: fmt.Sprintf("%s p99 <= %s at %d rows/s", res.Sink, limit, GoalLatencyRate), Figure: fig, Met: met})
 		}
-		if res.PeakRSS > 0 && (res.Kind == KindBackfill || res.Kind == KindStreamBulk) {
+		if res.PeakRSS > 0 && (res.Kind == KindBackfill || res.Kind == KindStreamBulk || res.Kind == KindMemoryBackfill || res.Kind == KindMemoryTx) {
 			out = append(out, Check{Goal: fmt.Sprintf("worker RSS during %s <= 512 MiB", res.Name),
 				Figure: fmt.Sprintf("%d MiB", res.PeakRSS>>20), Met: res.PeakRSS <= GoalPeakRSS})
 		}

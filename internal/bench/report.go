@@ -15,6 +15,10 @@ const (
 	KindStreamSmall = "stream-small"
 	KindRestart     = "restart"
 	KindLatency     = "latency"
+	// KindMemoryBackfill and KindMemoryTx are the memory cases: a large backfill and one large
+	// transaction, whose figure is the worker's peak RSS.
+	KindMemoryBackfill = "memory-backfill"
+	KindMemoryTx       = "memory-tx"
 )
 
 // Result is one measured figure.

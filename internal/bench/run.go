@@ -164,3 +164,61 @@ func measureBacklog(ctx context.Context, conn *pgx.Conn, p *Pipeline, name strin
 	}
 	return Result{Rows: rows + 1, Elapsed: time.Since(start), PeakRSS: p.WorkerPeakRSS()}, nil
 }
+
+// MemoryOptions are the two memory cases of one sink: a backfill of a large table and one large
+// transaction streamed from the slot's backlog.
+type MemoryOptions struct {
+	Rows, Tx  int
+	ChunkRows int
+}
+
+// MeasureMemory runs the memory cases on public.orders, which the caller has filled with
+// o.Rows rows: the backfill of the whole table, then an UPDATE of o.Tx rows in one transaction
+// consumed from the backlog after a restart. Each runs in a fresh worker process, whose peak RSS
+// is the figure.
+func MeasureMemory(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget, o MemoryOptions, log *slog.Logger) ([]Result, error) {
+	var out []Result
+	t.Cleanup(ctx)
+	_ = p.Stop(ctx)
+	p.DropSlot(ctx, conn)
+	defer func() {
+		cctx := context.WithoutCancel(ctx)
+		_ = p.Stop(cctx)
+		_ = p.StopWorker()
+		p.DropSlot(cctx, conn)
+		t.Cleanup(cctx)
+	}()
+	if err := CreateLatencyTable(ctx, conn); err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "VACUUM ANALYZE public.orders"); err != nil {
+		return nil, fmt.Errorf("vacuuming public.orders: %w", err)
+	}
+	log.Info("memory: backfill", "sink", t.Kind, "rows", o.Rows)
+	if err := p.StartWorker(); err != nil {
+		return nil, err
+	}
+	time.Sleep(workerWarmup)
+	start, err := p.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	timeout := 10*time.Minute + time.Duration(o.Rows/500)*time.Second
+	if err := p.WaitStream(ctx, OrdersTable, start, timeout); err != nil {
+		return out, err
+	}
+	out = append(out, Result{Name: fmt.Sprintf("memory: sluice backfill of %d rows into %s", o.Rows, t.Kind), Rows: int64(o.Rows),
+		Elapsed: time.Since(start), Sink: t.Kind, Kind: KindMemoryBackfill, PeakRSS: p.WorkerPeakRSS(),
+		Note: fmt.Sprintf("snapshot_chunk_rows %d; fresh worker", o.ChunkRows)})
+	if err := p.WaitStream(ctx, LatencyTable, start, time.Minute); err != nil {
+		return out, err
+	}
+	log.Info("memory: one large transaction", "sink", t.Kind, "rows", o.Tx)
+	tx, err := measureBacklog(ctx, conn, p, "large transaction", int64(o.Tx), timeout, BulkUpdate(conn, o.Tx))
+	if err != nil {
+		return out, err
+	}
+	tx.Name, tx.Sink, tx.Kind = fmt.Sprintf("memory: sluice stream of a %d-row transaction into %s", o.Tx, t.Kind), t.Kind, KindMemoryTx
+	tx.Note = "one UPDATE consumed from the backlog by a fresh worker, restart included"
+	return append(out, tx), nil
+}
