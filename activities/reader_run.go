@@ -38,6 +38,18 @@ type readerRun struct {
 	cuts    []batch.Cut
 	result  ReadStreamResult
 	lastLSN uint64 // the reader position of the last progress
+	maxWait time.Duration
+	// caughtUp is set at the first ProgressEvent.CaughtUp: the backlog the run started with has
+	// been read.
+	caughtUp bool
+}
+
+// tickEvery is how often the reader checks its buffers for batches whose MaxWait has passed: a
+// tenth of it, between 10 ms and 1 s, so a batch is cut at most that late. (Every check was a
+// second apart before, which held a batch up to a second past its MaxWait: a flush interval of
+// 1 s cut batches 1-2 s after their first row.)
+func tickEvery(maxWait time.Duration) time.Duration {
+	return min(max(maxWait/10, 10*time.Millisecond), time.Second)
 }
 
 // readerTable is one table's buffer, collapser and record builder.
@@ -62,7 +74,7 @@ func (a *Reader) newRun(ctx context.Context, cfg source.Config, in ReadStreamInp
 		limits.MaxWait = defaultMaxWait
 	}
 	r := &readerRun{a: a, in: in, cfg: cfg, log: logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
-		held: newHeld(), tables: map[batch.TableName]*readerTable{}}
+		held: newHeld(), tables: map[batch.TableName]*readerTable{}, maxWait: limits.MaxWait}
 	r.result.Position = batch.SourcePosition{Source: in.Source}
 	for _, t := range in.Tables {
 		rt := &readerTable{cfg: t}
@@ -119,7 +131,8 @@ func (r *readerRun) run(ctx context.Context) (ReadStreamResult, error) {
 	for _, t := range r.in.Tables {
 		schemas = append(schemas, t.Spec.Schema)
 	}
-	reader, err := source.NewReader(r.cfg, source.StreamOptions{Schemas: schemas, Safe: r.held.safe, Logger: r.log})
+	reader, err := source.NewReader(r.cfg, source.StreamOptions{Schemas: schemas, Safe: r.held.safe, Logger: r.log,
+		ProgressInterval: tickEvery(r.maxWait)})
 	if err != nil {
 		return r.result, sourceError("starting the stream of pipeline "+r.in.Pipeline, err)
 	}
@@ -193,6 +206,10 @@ func (r *readerRun) handle(ctx context.Context, ev source.Event) error {
 	case *source.ProgressEvent:
 		r.lastLSN = e.ReaderLSN
 		activity.RecordHeartbeat(ctx, r.result)
+		if e.CaughtUp && !r.caughtUp {
+			r.caughtUp = true
+			return r.flushCaughtUp(ctx)
+		}
 		return r.tick(ctx, now)
 	case *source.SchemaEvent:
 		return r.schemaChanged(ctx, e)
@@ -217,6 +234,22 @@ func (r *readerRun) tick(ctx context.Context, now time.Time) error {
 		}
 		rt.pending = rt.buf.Len() > 0 // a Tick cuts everything buffered
 		r.held.setBuffered(name, rt.first, rt.pending)
+	}
+	return nil
+}
+
+// flushCaughtUp stages every table's buffer once the backlog a run started with has been read
+// (after a restart, a deploy or a pause): its tail reaches the sink now instead of one MaxWait
+// later. Only the first time: afterwards a keepalive between transactions is the normal state of
+// a quiet stream, whose batches MaxWait shapes.
+func (r *readerRun) flushCaughtUp(ctx context.Context) error {
+	for _, rt := range r.tables {
+		if rt.buf.Len() == 0 {
+			continue
+		}
+		if err := r.flush(ctx, rt); err != nil {
+			return err
+		}
 	}
 	return nil
 }

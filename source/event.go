@@ -62,10 +62,14 @@ type CommitEvent struct {
 // ProgressEvent comes at least every ProgressInterval and whenever a keepalive moves the reader's
 // position while no transaction is open, so the caller can heartbeat and cut batches by time
 // even when no change arrives. ReaderLSN is the position the reader would confirm if the caller
-// held nothing; InTxn says a transaction is open.
+// held nothing; InTxn says a transaction is open. CaughtUp says a server keepalive brought it,
+// between transactions and past the position the stream started at: the server had sent what it
+// had decoded and waited for more WAL (it also sends one at the start, which does not count, and
+// one every wal_sender_timeout/2 of a long decode).
 type ProgressEvent struct {
 	ReaderLSN uint64
 	InTxn     bool
+	CaughtUp  bool
 }
 
 func (*BeginEvent) event()    {}

@@ -152,7 +152,7 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 		defer wg.Done()
 		recvErr <- r.receive(wctx, rconn, msgs)
 	}()
-	err = r.dispatch(ctx, dec, msgs, recvErr, h)
+	err = r.dispatch(ctx, dec, start, msgs, recvErr, h)
 	cancel()
 	wg.Wait()
 	// A last status update, so a clean stop does not leave confirmable WAL behind.
@@ -208,8 +208,8 @@ func (r *Reader) tableOIDs(ctx context.Context, conn *pgx.Conn, dec *decoder) er
 }
 
 // dispatch decodes messages and calls the handler until ctx ends, the receiver fails or the
-// handler fails.
-func (r *Reader) dispatch(ctx context.Context, dec *decoder, msgs <-chan wireMsg, recvErr <-chan error, h Handler) error {
+// handler fails. start is the position the stream started at.
+func (r *Reader) dispatch(ctx context.Context, dec *decoder, start uint64, msgs <-chan wireMsg, recvErr <-chan error, h Handler) error {
 	tick := time.NewTicker(r.opts.ProgressInterval)
 	defer tick.Stop()
 	emit := func(ev Event) error {
@@ -234,8 +234,9 @@ func (r *Reader) dispatch(ctx context.Context, dec *decoder, msgs <-chan wireMsg
 				if dec.inTxn {
 					continue
 				}
-				r.advance(uint64(m.keepalive.ServerWALEnd))
-				if err := h(ctx, &ProgressEvent{ReaderLSN: r.readerLSN.Load()}); err != nil {
+				end := uint64(m.keepalive.ServerWALEnd)
+				r.advance(end)
+				if err := h(ctx, &ProgressEvent{ReaderLSN: r.readerLSN.Load(), CaughtUp: end > start}); err != nil {
 					return err
 				}
 				continue

@@ -76,6 +76,7 @@ type pipelineOptions struct {
 	Tables   []string // "schema.table:target"
 	SetupSQL []string // run on the source before the config is written
 	Temporal string   // Temporal frontend host:port; empty: the shared dev server
+	MaxWait  string   // batch.max_wait; empty: 500ms
 }
 
 // newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
@@ -83,6 +84,10 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 	t.Helper()
 	dsn, sinkYAML, tables, setupSQL := o.DSN, o.Sink, o.Tables, o.SetupSQL
 	temporalAddr := o.Temporal
+	maxWait := o.MaxWait
+	if maxWait == "" {
+		maxWait = "500ms"
+	}
 	if temporalAddr == "" {
 		temporalAddr = testenv.Temporal(t)
 	}
@@ -111,11 +116,11 @@ staging:
   url: %s
 batch:
   max_rows: 5000
-  max_wait: 500ms
+  max_wait: %s
 sink:
 %s
 tables:
-%s`, p.name, dsn, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), sinkYAML, tb.String())
+%s`, p.name, dsn, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
 	p.config = filepath.Join(p.dir, "pipeline.yaml")
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,62 @@
+package tests
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/internal/localrun"
+)
+
+// TestRestartBacklogIsCommittedOnceRead stops a pipeline, writes while it is stopped, and starts
+// it again with a batch.max_wait of five minutes: the backlog's tail (fewer rows than a batch)
+// reaches the sink once the reader has read it, not a flush interval later. A quiet stream
+// still waits for max_wait: a row written after the catch-up is not in the sink a minute later.
+func TestRestartBacklogIsCommittedOnceRead(t *testing.T) {
+	t.Parallel()
+	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"},
+		SetupSQL: []string{itemsDDL, itemsSeed(1, 200)}, MaxWait: "5m"})
+	w := p.worker("worker-1")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+
+	p.sluice("stop")
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	p.exec(`UPDATE public.items SET qty = qty + 1 WHERE id <= 50`, `DELETE FROM public.items WHERE id > 190`, itemsSeed(301, 320))
+	p.started = time.Now().Add(-time.Second)
+	p.worker("worker-2")
+	p.sluice("start")
+	start := time.Now()
+	// Well under max_wait (5m), with room for a loaded machine.
+	p.waitEqualWithin(90*time.Second, "public.items", "id", itemColumns, p.icebergReader("raw.items", itemColumns))
+	t.Logf("backlog committed %s after sluice start", time.Since(start).Round(time.Millisecond))
+
+	// After the catch-up, max_wait shapes batches again: a new row waits for it.
+	p.exec(itemsSeed(401, 401))
+	time.Sleep(time.Minute)
+	got, err := p.icebergReader("raw.items", itemColumns)(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Rows["401"]; ok {
+		t.Fatalf("row 401 was committed within a minute of its insert, under batch.max_wait 5m: the reader flushed a quiet stream early")
+	}
+}
+
+// icebergReader reads target's columns from the pipeline's Iceberg sink, keyed by id.
+func (p *icebergPipeline) icebergReader(target string, columns []string) func(ctx context.Context) (localrun.Table, error) {
+	return func(ctx context.Context) (localrun.Table, error) {
+		got, err := localrun.ScanIceberg(ctx, p.cfg, target, "id", append([]string{"id"}, columns...))
+		if err != nil {
+			return localrun.Table{}, err
+		}
+		out := localrun.Table{Columns: columns, Rows: map[string][]string{}}
+		for k, r := range got.Rows {
+			out.Rows[k] = r[1:]
+		}
+		return out, nil
+	}
+}
