@@ -19,13 +19,25 @@ const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
 // runtime does not count, and the page cache of staged files.
 const memoryLimitShare = 0.75
 
+// batchesInMemory is how many batches of batch.max_bytes the heap is held to when --memory-limit
+// is auto and neither GOMEMLIMIT nor a container limit gives one: the reader's buffer and its
+// encoded copy, the batch being committed and the sink's encoding of it (or a backfill chunk and
+// the one read ahead), with room for the runtime. 448 MiB with the default 64 MiB batches.
+const batchesInMemory = 7
+
+// minMemoryLimit is the least soft limit taken from batch.max_bytes: below it, small batches
+// would only make the garbage collector run more often for nothing.
+const minMemoryLimit = 256 << 20
+
 // applyMemoryLimit sets the Go runtime's soft memory limit (debug.SetMemoryLimit) from the
-// --memory-limit flag: "auto" (the default) leaves a GOMEMLIMIT from the environment alone and
-// otherwise takes 75% of the container's cgroup memory limit when there is one; "off" sets none;
-// a size such as 400MiB or 1GiB sets that. A soft limit makes the garbage collector work harder
-// as the heap nears it instead of letting it double past it, which keeps large batches inside a
-// container's memory; it never fails an allocation.
-func applyMemoryLimit(flag string, log *slog.Logger) error {
+// --memory-limit flag: "auto" (the default) leaves a GOMEMLIMIT from the environment alone,
+// otherwise takes 75% of the container's cgroup memory limit when there is one, and otherwise
+// seven batches of batchMaxBytes (at least 256 MiB); "off" sets none; a size such as 400MiB or
+// 1GiB sets that. A soft limit makes the garbage collector work harder as the heap nears it
+// instead of letting it double past it (the runtime's default), which keeps the worker's memory
+// proportional to its batches; it never fails an allocation, and the collector's share of the
+// CPU stays capped when the live heap needs more.
+func applyMemoryLimit(flag string, batchMaxBytes int64, log *slog.Logger) error {
 	switch strings.ToLower(strings.TrimSpace(flag)) {
 	case "off", "0":
 		return nil
@@ -36,6 +48,9 @@ func applyMemoryLimit(flag string, log *slog.Logger) error {
 		}
 		limit, ok := cgroupLimit(cgroupMemoryMax)
 		if !ok {
+			soft := autoLimitFromBatches(batchMaxBytes)
+			debug.SetMemoryLimit(soft)
+			log.Info("memory limit from batch.max_bytes", "batch_max_bytes", batchMaxBytes, "soft_limit_bytes", soft)
 			return nil
 		}
 		soft := int64(float64(limit) * memoryLimitShare)
@@ -50,6 +65,12 @@ func applyMemoryLimit(flag string, log *slog.Logger) error {
 	debug.SetMemoryLimit(n)
 	log.Info("memory limit", "soft_limit_bytes", n)
 	return nil
+}
+
+// autoLimitFromBatches is the soft limit auto takes outside a container: batchesInMemory batches
+// of batchMaxBytes, at least minMemoryLimit.
+func autoLimitFromBatches(batchMaxBytes int64) int64 {
+	return max(batchesInMemory*batchMaxBytes, minMemoryLimit)
 }
 
 // cgroupLimit reads a cgroup v2 memory.max file: a number of bytes, or "max" for none.

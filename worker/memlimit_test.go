@@ -55,3 +55,17 @@ func TestCgroupLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestAutoLimitFromBatches(t *testing.T) {
+	for _, tc := range []struct {
+		maxBytes, want int64
+	}{
+		{64 << 20, 448 << 20}, // the default batch.max_bytes
+		{512 << 20, 3584 << 20},
+		{8 << 20, 256 << 20}, // small batches: the floor
+	} {
+		if got := autoLimitFromBatches(tc.maxBytes); got != tc.want {
+			t.Errorf("autoLimitFromBatches(%d) = %d, want %d", tc.maxBytes, got, tc.want)
+		}
+	}
+}
