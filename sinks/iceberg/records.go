@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -89,6 +90,11 @@ func project(ctx context.Context, rec arrow.RecordBatch, keep []bool, cols []out
 		defer arrs[i].Release()
 	}
 	all := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
+	if !slices.Contains(keep, false) {
+		// Every row is kept (a backfill chunk, a batch of inserts): the columns as they are, not
+		// a copy of each made by the filter.
+		return all, nil
+	}
 	defer all.Release()
 
 	b := array.NewBooleanBuilder(memory.DefaultAllocator)

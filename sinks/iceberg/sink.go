@@ -88,7 +88,8 @@ func (s *Sink) Close(context.Context) error {
 }
 
 // tableProps are the properties of every table the sink creates: format v2, merge-on-read for
-// every engine that writes the table too, and snapshot expiry left to Maintain.
+// every engine that writes the table too, zstd data files at the configured level, and snapshot
+// expiry left to Maintain.
 func (s *Sink) tableProps() iceberg.Properties {
 	return iceberg.Properties{
 		table.PropertyFormatVersion:       "2",
@@ -96,6 +97,8 @@ func (s *Sink) tableProps() iceberg.Properties {
 		"write.update.mode":               "merge-on-read",
 		"write.merge.mode":                "merge-on-read",
 		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(s.cfg.TargetFileSizeBytes, 10),
+		table.ParquetCompressionKey:       "zstd",
+		table.ParquetCompressionLevelKey:  strconv.Itoa(s.cfg.CompressionLevel),
 		"sluice.managed":                  "true",
 	}
 }

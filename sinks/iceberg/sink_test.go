@@ -45,6 +45,10 @@ func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
 	if got := h.table().Properties()[positionKey]; got != snap.Summary.Properties[positionKey] {
 		t.Errorf("table property %s = %q, summary has %q", positionKey, got, snap.Summary.Properties[positionKey])
 	}
+	// New tables write zstd at the configured level (1 unless set).
+	if got := h.table().Properties()["write.parquet.compression-level"]; got != "1" {
+		t.Errorf("table property write.parquet.compression-level = %q, want 1", got)
+	}
 	// The unnamed context columns are never written; the named one is, under its name.
 	sc := h.table().Schema()
 	for _, name := range []string{"__op", "__pos", "__commit_ts", "__ingest_ts", "__snapshot", "__phase", "op", "pos"} {

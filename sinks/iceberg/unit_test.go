@@ -37,6 +37,9 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown catalog type", func(c *Config) { c.Catalog.Type = "glue" }, []string{"sink.iceberg.catalog.type"}},
 		{"rest without URL", func(c *Config) { c.Catalog = CatalogConfig{Type: "rest", URI: "h:8181"} }, []string{"http(s) URL"}},
 		{"bucketless s3 warehouse", func(c *Config) { c.Warehouse = "s3:///x" }, []string{"names no bucket"}},
+		{"zstd level 19", func(c *Config) { c.CompressionLevel = 19 }, nil},
+		{"compression level out of range", func(c *Config) { c.CompressionLevel = 23 }, []string{"sink.iceberg.compression_level"}},
+		{"negative compression level", func(c *Config) { c.CompressionLevel = -3 }, []string{"sink.iceberg.compression_level"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,6 +70,9 @@ func TestDefaults(t *testing.T) {
 	c := Config{Catalog: CatalogConfig{URI: "c.db"}, Warehouse: "rel/wh"}.withDefaults()
 	if c.Catalog.Type != CatalogSQL || c.Catalog.Dialect != DialectSQLite || c.Catalog.Name != "sluice" {
 		t.Errorf("catalog defaults: %+v", c.Catalog)
+	}
+	if c.CompressionLevel != 1 {
+		t.Errorf("compression level %d, want 1", c.CompressionLevel)
 	}
 	if !strings.HasPrefix(c.Warehouse, "file:///") || !strings.HasSuffix(c.Warehouse, "/rel/wh") {
 		t.Errorf("warehouse %q, want an absolute file:// URL", c.Warehouse)
