@@ -132,7 +132,7 @@ func (r *readerRun) run(ctx context.Context) (ReadStreamResult, error) {
 		schemas = append(schemas, t.Spec.Schema)
 	}
 	reader, err := source.NewReader(r.cfg, source.StreamOptions{Schemas: schemas, Safe: r.held.safe, Logger: r.log,
-		ProgressInterval: tickEvery(r.maxWait)})
+		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld})
 	if err != nil {
 		return r.result, sourceError("starting the stream of pipeline "+r.in.Pipeline, err)
 	}
@@ -174,6 +174,15 @@ func (r *readerRun) run(ctx context.Context) (ReadStreamResult, error) {
 		return r.result, ctx.Err()
 	}
 	return r.result, sourceError("streaming pipeline "+r.in.Pipeline, err)
+}
+
+// refreshHeld lists the staged batches once more when the stream stops, so its last status
+// update confirms what the tables committed since the previous listing (up to ListEvery ago): a
+// clean stop and restart then does not read those transactions from the slot again.
+func (r *readerRun) refreshHeld(ctx context.Context) {
+	if err := r.held.refresh(ctx, r.a.Staging, r.in.Pipeline); err != nil {
+		r.log.Warn("listing staged batches before the last status update; the slot is confirmed from the previous listing", "err", err)
+	}
 }
 
 // handle receives the stream's events on the reader's goroutine.

@@ -52,6 +52,9 @@ type StreamOptions struct {
 	// the reader's memory together with the size of one message.
 	ReadAhead int
 	Logger    *slog.Logger
+	// BeforeLastStatus, when set, is called before the status update Run sends when it stops, so
+	// that Safe can answer from fresh state (the reader's caller lists what it still holds).
+	BeforeLastStatus func(ctx context.Context)
 }
 
 // Reader streams a pipeline's slot: START_REPLICATION with pgoutput protocol version 1, decoding,
@@ -158,6 +161,9 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 	// A last status update, so a clean stop does not leave confirmable WAL behind.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer scancel()
+	if r.opts.BeforeLastStatus != nil {
+		r.opts.BeforeLastStatus(sctx)
+	}
 	if serr := r.sendStatus(sctx, rconn); serr != nil && err == nil {
 		err = serr
 	}

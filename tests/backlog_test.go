@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -12,17 +15,39 @@ import (
 // it again with a batch.max_wait of five minutes: the backlog's tail (fewer rows than a batch)
 // reaches the sink once the reader has read it, not a flush interval later. A quiet stream
 // still waits for max_wait: a row written after the catch-up is not in the sink a minute later.
+// And a clean stop confirms to the slot what the tables committed, so nothing is read twice.
 func TestRestartBacklogIsCommittedOnceRead(t *testing.T) {
 	t.Parallel()
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"},
-		SetupSQL: []string{itemsDDL, itemsSeed(1, 200)}, MaxWait: "5m"})
+		SetupSQL: []string{itemsDDL, itemsSeed(1, 200)}})
 	w := p.worker("worker-1")
 	p.sluice("start")
 	p.waitStream(itemsTable)
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+	p.exec(`UPDATE public.items SET qty = 0 WHERE id = 1`)
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
 
 	p.sluice("stop")
 	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The clean stop confirmed the committed update to the slot: nothing is left to read again.
+	var pending int
+	slot := "sluice_" + p.name
+	if err := p.queryRow(t.Context(), fmt.Sprintf(`SELECT count(*) FROM pg_logical_slot_peek_binary_changes('%s', NULL, NULL,
+		'proto_version', '1', 'publication_names', '%s')`, slot, slot), &pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending != 0 {
+		t.Errorf("after a clean stop the slot still holds %d messages of committed transactions: the last status update did not confirm them", pending)
+	}
+
+	// The rest runs with a flush interval of five minutes.
+	cfg, err := os.ReadFile(p.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.config, bytes.Replace(cfg, []byte("max_wait: 500ms"), []byte("max_wait: 5m"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p.exec(`UPDATE public.items SET qty = qty + 1 WHERE id <= 50`, `DELETE FROM public.items WHERE id > 190`, itemsSeed(301, 320))
