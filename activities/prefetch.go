@@ -59,7 +59,7 @@ func (e *buildError) Error() string { return e.err.Error() }
 func (e *buildError) Unwrap() error { return e.err }
 
 // readRecord reads up to limit rows after the key after straight into an Arrow record: rows
-// never exist as Changes, their text goes from the connection's buffer into the builders.
+// never exist as Changes, their values go from the connection's buffer into the builders.
 func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (chunk, error) {
 	b, err := batch.NewRecordBuilder(mem, schema)
 	if err != nil {
@@ -75,8 +75,11 @@ func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, sch
 	text := make([]int, len(schema.Columns))
 	ingest := time.Now()
 	n := 0
-	last, err := h.snap.ScanChunk(ctx, schema, cursor(schema, after), limit, func(c *batch.Change, raw [][]byte) error {
-		if err := b.AppendText(c, raw, ingest); err != nil {
+	// Integers, dates and timestamps outside the key come in binary: Postgres does not format
+	// them and the builder does not parse them.
+	formats := b.BinaryFormats()
+	last, err := h.snap.ScanChunk(ctx, schema, cursor(schema, after), limit, formats, func(c *batch.Change, raw [][]byte) error {
+		if err := b.AppendRow(c, raw, formats, ingest); err != nil {
 			return &buildError{err}
 		}
 		for j, v := range raw {

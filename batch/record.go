@@ -17,6 +17,9 @@ type encoder struct {
 	appendValue func(v []byte) error // returns a *convError for a bad value
 	appendNull  func()
 	reserveData func(n int) // reserves data bytes of variable-width columns; nil otherwise
+	// appendBinary appends a value in Postgres' binary format; nil for the kinds read as text
+	// only (see binaryAppender).
+	appendBinary func(v []byte) error
 }
 
 // RecordBuilder builds the Arrow records of one table from its changes: the data columns in
@@ -207,7 +210,7 @@ func elementError(k int, v []byte, err error) error {
 
 // newScalarEncoder returns the encoder of a scalar type on its builder.
 func newScalarEncoder(st scalarType, bld array.Builder) encoder {
-	e := encoder{kind: st.kind, appendNull: bld.AppendNull}
+	e := encoder{kind: st.kind, appendNull: bld.AppendNull, appendBinary: binaryAppender(st.kind, bld)}
 	switch st.kind {
 	case kindBool:
 		bb := bld.(*array.BooleanBuilder)

@@ -14,7 +14,7 @@ import (
 // checks are Build's (a NULL key, a value the mapping cannot convert). On error every row
 // appended since the last NewRecord is dropped.
 func (b *RecordBuilder) AppendText(c *Change, raw [][]byte, ingest time.Time) error {
-	if err := b.appendText(c, raw); err != nil {
+	if err := b.appendRow(c, raw, nil); err != nil {
 		b.reset()
 		return err
 	}
@@ -22,7 +22,9 @@ func (b *RecordBuilder) AppendText(c *Change, raw [][]byte, ingest time.Time) er
 	return nil
 }
 
-func (b *RecordBuilder) appendText(c *Change, raw [][]byte) error {
+// appendRow appends the data columns of one row, each value in the format formats gives (nil:
+// all text).
+func (b *RecordBuilder) appendRow(c *Change, raw [][]byte, formats []int16) error {
 	if len(raw) != len(b.columns) {
 		return fmt.Errorf("building record of %s: row at %s has %d values, the table has %d columns",
 			b.table, c.Pos, len(raw), len(b.columns))
@@ -36,6 +38,16 @@ func (b *RecordBuilder) appendText(c *Change, raw [][]byte) error {
 					Hint:   "key columns must be NOT NULL; check the table's primary key or configured key"}
 			}
 			enc.appendNull()
+			continue
+		}
+		if formats != nil && formats[j] == FormatBinary {
+			if enc.appendBinary == nil {
+				return fmt.Errorf("building record of %s: column %s (%s) was read in binary format, which it cannot take",
+					b.table, col.Name, col.TypeName)
+			}
+			if err := enc.appendBinary(v); err != nil {
+				return valueError(b.table, col, binaryShown(v), err)
+			}
 			continue
 		}
 		if err := enc.appendValue(v); err != nil {

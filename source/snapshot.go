@@ -172,7 +172,7 @@ func (s *Snapshot) Estimate(ctx context.Context, table batch.TableName) (int64, 
 func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int) ([]batch.Change, error) {
 	changes := make([]batch.Change, 0, limit)
 	var rows rowArena
-	_, err := s.ScanChunk(ctx, schema, after, limit, func(c *batch.Change, raw [][]byte) error {
+	_, err := s.ScanChunk(ctx, schema, after, limit, nil, func(c *batch.Change, raw [][]byte) error {
 		ch := *c
 		ch.Values = rows.copyRow(raw)
 		changes = append(changes, ch)
@@ -185,11 +185,12 @@ func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []b
 }
 
 // ScanChunk reads the rows ReadChunk reads without keeping them: each row goes to row as its
-// change (OpSnapshot at (LSN, 0), no Values) and its text values (nil for NULL), which alias the
-// connection's buffer and are valid only until row returns. An error from row stops the scan and
-// is returned as is. It returns the key columns' values of the last row (copied; nil when there
-// was none), the next chunk's after.
-func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int,
+// change (OpSnapshot at (LSN, 0), no Values) and its values (nil for NULL), which alias the
+// connection's buffer and are valid only until row returns. formats gives each column's result
+// format (batch.FormatText or batch.FormatBinary; nil: all text); key columns must be text. An
+// error from row stops the scan and is returned as is. It returns the key columns' values of the
+// last row (copied; nil when there was none), the next chunk's after.
+func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int, formats []int16,
 	row func(c *batch.Change, raw [][]byte) error) (last []batch.Value, err error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("reading table %s: chunk size must be positive, got %d", schema.Table, limit)
@@ -199,6 +200,16 @@ func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []b
 		return nil, permanent(err)
 	}
 	keys := keyIndexes(schema)
+	if formats != nil {
+		if len(formats) != len(schema.Columns) {
+			return nil, fmt.Errorf("reading table %s: %d result formats for %d columns", schema.Table, len(formats), len(schema.Columns))
+		}
+		for _, k := range keys {
+			if formats[k] != batch.FormatText {
+				return nil, fmt.Errorf("reading table %s: key column %s must be read as text (it is the next chunk's cursor)", schema.Table, schema.Columns[k].Name)
+			}
+		}
+	}
 	var params [][]byte
 	if after != nil {
 		if len(after) != len(schema.Columns) {
@@ -213,7 +224,7 @@ func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []b
 	if s.conn == nil {
 		return nil, fmt.Errorf("reading table %s: snapshot is closed", schema.Table)
 	}
-	rr := s.conn.ExecParams(ctx, sql, params, nil, nil, nil)
+	rr := s.conn.ExecParams(ctx, sql, params, nil, nil, formats)
 	if n := len(rr.FieldDescriptions()); n != len(schema.Columns) && n != 0 {
 		_, _ = rr.Close()
 		return nil, fmt.Errorf("reading table %s: got %d columns, the schema has %d", schema.Table, n, len(schema.Columns))
