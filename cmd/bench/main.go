@@ -349,7 +349,12 @@ const methodNotes = `
   memory (hence a faster COPY than ENVIRONMENT.md's 350k rows/s); so are they for the backfills.
   Each sink's backfill reads public.orders after the earlier sinks' stream workloads (vacuumed
   before each backfill).
-- **Memory** is the worker process's VmHWM: each phase runs in a fresh worker process.
+- **Memory** is the worker process's VmHWM: each phase runs in a fresh worker process. The
+  memory cases run last: public.orders is refilled with --memory-rows rows, each memory sink
+  backfills it (from sluice start to phase stream), then one UPDATE of --memory-tx rows in a
+  single transaction is consumed from the backlog by a fresh worker, as the stream figures are.
+  Workers run with their default --memory-limit (auto: without GOMEMLIMIT or a container limit,
+  seven batches of batch.max_bytes, 448 MiB here).
 - The machine is shared (other builds and test runs use the same 2 cores); figures are noisy.
   Couchbase is gocaves, Couchbase's in-memory mock (no real server installs here), and
   ClickHouse is 18.16: their figures say more about these stand-ins than about the sinks.
