@@ -198,27 +198,38 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 	defer tc.Close()
 	var out []bench.Result
 	var failures []string
-	for _, kind := range o.sinks {
-		dir := filepath.Join(work, kind)
-		target, err := sinkTarget(ctx, stack, kind, dir)
-		if err != nil {
-			return out, failures, err
-		}
-		p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
-			SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
-			SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
-		if err != nil {
-			return out, failures, err
-		}
-		res, err := bench.MeasureSink(ctx, conn, p, target, so, log)
-		out = append(out, res...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return out, failures, err
+	// each runs measure on every sink of kinds, a pipeline of its own under work/<kind><suffix>;
+	// a sink that fails is reported and the others still run.
+	each := func(kinds []string, suffix, what string,
+		measure func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error)) error {
+		for _, kind := range kinds {
+			dir := filepath.Join(work, kind+suffix)
+			target, err := sinkTarget(ctx, stack, kind, dir)
+			if err != nil {
+				return err
 			}
-			log.Error("sink failed", "sink", kind, "err", err, "worker logs", dir)
-			failures = append(failures, fmt.Sprintf("%s: %v", kind, err))
+			p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
+				SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
+				SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
+			if err != nil {
+				return err
+			}
+			res, err := measure(p, target)
+			out = append(out, res...)
+			if err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				log.Error(what+" failed", "sink", kind, "err", err, "worker logs", dir)
+				failures = append(failures, fmt.Sprintf("%s (%s): %v", kind, what, err))
+			}
 		}
+		return nil
+	}
+	if err := each(o.sinks, "", "throughput", func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
+		return bench.MeasureSink(ctx, conn, p, t, so, log)
+	}); err != nil {
+		return out, failures, err
 	}
 	if o.skipMemory || len(o.memorySinks) == 0 {
 		return out, failures, nil
@@ -228,29 +239,10 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 		return out, failures, err
 	}
 	mo := bench.MemoryOptions{Rows: o.memoryRows, Tx: o.memoryTx, ChunkRows: o.chunkRows}
-	for _, kind := range o.memorySinks {
-		dir := filepath.Join(work, kind+"-memory")
-		target, err := sinkTarget(ctx, stack, kind, dir)
-		if err != nil {
-			return out, failures, err
-		}
-		p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
-			SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
-			SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
-		if err != nil {
-			return out, failures, err
-		}
-		res, err := bench.MeasureMemory(ctx, conn, p, target, mo, log)
-		out = append(out, res...)
-		if err != nil {
-			if ctx.Err() != nil {
-				return out, failures, err
-			}
-			log.Error("memory case failed", "sink", kind, "err", err, "worker logs", dir)
-			failures = append(failures, fmt.Sprintf("%s (memory cases): %v", kind, err))
-		}
-	}
-	return out, failures, nil
+	err = each(o.memorySinks, "-memory", "memory cases", func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
+		return bench.MeasureMemory(ctx, conn, p, t, mo, log)
+	})
+	return out, failures, err
 }
 
 // sinkTarget starts the sink's service when it has one and describes where the run writes.

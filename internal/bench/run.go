@@ -36,34 +36,10 @@ const workerWarmup = 2 * time.Second
 // passes a marker transaction committed after the workload.
 func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget, o SinkOptions, log *slog.Logger) ([]Result, error) {
 	var out []Result
-	t.Cleanup(ctx)
-	_ = p.Stop(ctx)
-	p.DropSlot(ctx, conn)
-	defer func() {
-		cctx := context.WithoutCancel(ctx)
-		_ = p.Stop(cctx)
-		_ = p.StopWorker()
-		p.DropSlot(cctx, conn)
-		t.Cleanup(cctx)
-	}()
-	if err := CreateLatencyTable(ctx, conn); err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "VACUUM ANALYZE public.orders"); err != nil {
-		return nil, fmt.Errorf("vacuuming public.orders: %w", err)
-	}
-
+	defer resetSink(ctx, conn, p, t)()
 	log.Info("backfill", "sink", t.Kind, "rows", o.Rows)
-	if err := p.StartWorker(); err != nil {
-		return nil, err
-	}
-	time.Sleep(workerWarmup)
-	start, err := p.Start(ctx)
+	start, timeout, err := backfill(ctx, conn, p, o.Rows)
 	if err != nil {
-		return nil, err
-	}
-	timeout := 10*time.Minute + time.Duration(o.Rows/500)*time.Second
-	if err := p.WaitStream(ctx, OrdersTable, start, timeout); err != nil {
 		return out, err
 	}
 	out = append(out, Result{Name: "sluice backfill into " + t.Kind, Rows: int64(o.Rows), Bytes: o.CopyBytes,
@@ -99,6 +75,43 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 			lat.P50.Round(time.Millisecond), lat.P99.Round(time.Millisecond), lat.Max.Round(time.Millisecond),
 			lat.Requested, lat.Seen, lat.Rows, poll)})
 	return out, nil
+}
+
+// resetSink clears what an earlier run left in the sink and the pipeline's slot, and returns
+// the function that stops the pipeline and its worker and clears them again at the end.
+func resetSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget) func() {
+	t.Cleanup(ctx)
+	_ = p.Stop(ctx)
+	p.DropSlot(ctx, conn)
+	return func() {
+		cctx := context.WithoutCancel(ctx)
+		_ = p.Stop(cctx)
+		_ = p.StopWorker()
+		p.DropSlot(cctx, conn)
+		t.Cleanup(cctx)
+	}
+}
+
+// backfill creates the latency table, vacuums public.orders (rows rows), starts a fresh worker
+// and the pipeline, and waits until public.orders streams. It returns when `sluice start` was
+// issued and the timeout it used, which the later phases of the sink reuse.
+func backfill(ctx context.Context, conn *pgx.Conn, p *Pipeline, rows int) (time.Time, time.Duration, error) {
+	if err := CreateLatencyTable(ctx, conn); err != nil {
+		return time.Time{}, 0, err
+	}
+	if _, err := conn.Exec(ctx, "VACUUM ANALYZE public.orders"); err != nil {
+		return time.Time{}, 0, fmt.Errorf("vacuuming public.orders: %w", err)
+	}
+	if err := p.StartWorker(); err != nil {
+		return time.Time{}, 0, err
+	}
+	time.Sleep(workerWarmup)
+	start, err := p.Start(ctx)
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	timeout := 10*time.Minute + time.Duration(rows/500)*time.Second
+	return start, timeout, p.WaitStream(ctx, OrdersTable, start, timeout)
 }
 
 // measureStream measures the restart and the two stream workloads consumed from the backlog.
@@ -178,33 +191,10 @@ type MemoryOptions struct {
 // is the figure.
 func MeasureMemory(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget, o MemoryOptions, log *slog.Logger) ([]Result, error) {
 	var out []Result
-	t.Cleanup(ctx)
-	_ = p.Stop(ctx)
-	p.DropSlot(ctx, conn)
-	defer func() {
-		cctx := context.WithoutCancel(ctx)
-		_ = p.Stop(cctx)
-		_ = p.StopWorker()
-		p.DropSlot(cctx, conn)
-		t.Cleanup(cctx)
-	}()
-	if err := CreateLatencyTable(ctx, conn); err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "VACUUM ANALYZE public.orders"); err != nil {
-		return nil, fmt.Errorf("vacuuming public.orders: %w", err)
-	}
+	defer resetSink(ctx, conn, p, t)()
 	log.Info("memory: backfill", "sink", t.Kind, "rows", o.Rows)
-	if err := p.StartWorker(); err != nil {
-		return nil, err
-	}
-	time.Sleep(workerWarmup)
-	start, err := p.Start(ctx)
+	start, timeout, err := backfill(ctx, conn, p, o.Rows)
 	if err != nil {
-		return nil, err
-	}
-	timeout := 10*time.Minute + time.Duration(o.Rows/500)*time.Second
-	if err := p.WaitStream(ctx, OrdersTable, start, timeout); err != nil {
 		return out, err
 	}
 	out = append(out, Result{Name: fmt.Sprintf("memory: sluice backfill of %d rows into %s", o.Rows, t.Kind), Rows: int64(o.Rows),
