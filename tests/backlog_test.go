@@ -2,13 +2,10 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"testing"
 	"time"
-
-	"github.com/sluicecdc/sluice/internal/localrun"
 )
 
 // TestRestartBacklogIsCommittedOnceRead stops a pipeline, writes while it is stopped, and starts
@@ -56,32 +53,17 @@ func TestRestartBacklogIsCommittedOnceRead(t *testing.T) {
 	p.sluice("start")
 	start := time.Now()
 	// Well under max_wait (5m), with room for a loaded machine.
-	p.waitEqualWithin(90*time.Second, "public.items", "id", itemColumns, p.icebergReader("raw.items", itemColumns))
+	p.waitEqualWithin(90*time.Second, "public.items", "id", itemColumns, icebergColumnsReader(p, "raw.items", itemColumns))
 	t.Logf("backlog committed %s after sluice start", time.Since(start).Round(time.Millisecond))
 
 	// After the catch-up, max_wait shapes batches again: a new row waits for it.
 	p.exec(itemsSeed(401, 401))
 	time.Sleep(time.Minute)
-	got, err := p.icebergReader("raw.items", itemColumns)(t.Context())
+	got, err := icebergColumnsReader(p, "raw.items", itemColumns)(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := got.Rows["401"]; ok {
 		t.Fatalf("row 401 was committed within a minute of its insert, under batch.max_wait 5m: the reader flushed a quiet stream early")
-	}
-}
-
-// icebergReader reads target's columns from the pipeline's Iceberg sink, keyed by id.
-func (p *icebergPipeline) icebergReader(target string, columns []string) func(ctx context.Context) (localrun.Table, error) {
-	return func(ctx context.Context) (localrun.Table, error) {
-		got, err := localrun.ScanIceberg(ctx, p.cfg, target, "id", append([]string{"id"}, columns...))
-		if err != nil {
-			return localrun.Table{}, err
-		}
-		out := localrun.Table{Columns: columns, Rows: map[string][]string{}}
-		for k, r := range got.Rows {
-			out.Rows[k] = r[1:]
-		}
-		return out, nil
 	}
 }

@@ -54,12 +54,17 @@ func icebergCommitFaultSink() commitFaultSink {
 // icebergReader reads target with deletes applied over e2eColumns (ScanIceberg fails on a key
 // visible twice).
 func icebergReader(p *icebergPipeline, target string) sinkReader {
+	return icebergColumnsReader(p, target, e2eColumns)
+}
+
+// icebergColumnsReader reads columns of target, keyed by id, from the pipeline's Iceberg sink.
+func icebergColumnsReader(p *icebergPipeline, target string, columns []string) sinkReader {
 	return func(ctx context.Context) (localrun.Table, error) {
-		got, err := localrun.ScanIceberg(ctx, p.cfg, target, "id", append([]string{"id"}, e2eColumns...))
+		got, err := localrun.ScanIceberg(ctx, p.cfg, target, "id", append([]string{"id"}, columns...))
 		if err != nil {
 			return localrun.Table{}, err
 		}
-		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
+		out := localrun.Table{Columns: columns, Rows: map[string][]string{}}
 		for k, r := range got.Rows {
 			out.Rows[k] = r[1:]
 		}
