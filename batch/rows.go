@@ -14,12 +14,7 @@ import (
 // checks are Build's (a NULL key, a value the mapping cannot convert). On error every row
 // appended since the last NewRecord is dropped.
 func (b *RecordBuilder) AppendText(c *Change, raw [][]byte, ingest time.Time) error {
-	if err := b.appendRow(c, raw, nil); err != nil {
-		b.reset()
-		return err
-	}
-	b.appendContext(c, arrow.Timestamp(ingest.UnixMicro()))
-	return nil
+	return b.AppendRow(c, raw, nil, ingest)
 }
 
 // appendRow appends the data columns of one row, each value in the format formats gives (nil:
