@@ -78,6 +78,15 @@ type Iceberg struct {
 	S3 *S3 `json:"s3,omitempty"`
 	// Maintenance bounds the small files and snapshots that one commit per batch accumulates.
 	Maintenance IcebergMaintenance `json:"maintenance"`
+	// CompressionLevel is the zstd level (1 to 22, default 1) of the Parquet data files of the
+	// tables the sink creates: their write.parquet.compression-level property, which compaction
+	// rewrites at too. Existing tables keep their property.
+	CompressionLevel int `json:"compression_level,omitempty"`
+	// PartitionBuckets, when positive, partitions new tables by bucket(N) of the first key
+	// column; 0 (the default) creates unpartitioned tables. Existing tables keep their spec.
+	PartitionBuckets int `json:"partition_buckets,omitempty"`
+	// TargetFileSizeBytes is the data file size compaction aims for (default 128MiB).
+	TargetFileSizeBytes ByteSize `json:"target_file_size_bytes,omitempty"`
 }
 
 // The Iceberg catalog types and SQL catalog dialects.
@@ -96,6 +105,11 @@ type IcebergCatalog struct {
 	URI     string `json:"uri"`
 	Dialect string `json:"dialect,omitempty"` // sql only: sqlite (default) or postgres
 	Name    string `json:"name"`              // catalog name (default "sluice")
+	// Credential is a rest catalog's OAuth2 client credential (client_id:client_secret), which the
+	// catalog exchanges for a token. Secret: set it with SLUICE_SINK_ICEBERG_CATALOG_CREDENTIAL.
+	Credential string `json:"credential,omitempty"`
+	// Token is a rest catalog's bearer token. Secret: set it with SLUICE_SINK_ICEBERG_CATALOG_TOKEN.
+	Token string `json:"token,omitempty"`
 }
 
 // S3 is how to reach an S3-compatible object store.
@@ -123,14 +137,37 @@ type ClickHouse struct {
 	Username string `json:"username"`           // default "default"
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_CLICKHOUSE_PASSWORD
 	TLS      bool   `json:"tls,omitempty"`
-	// Schema is the layout of new tables: auto (default: modern on servers 23.2 and later, else
-	// compatible), modern (ReplacingMergeTree(version, is_deleted); refused on older servers) or
-	// compatible (ReplacingMergeTree(version) with a deleted flag and a filtering view).
+	// Schema is the layout of new tables: SchemaAuto, SchemaModern or SchemaCompatible.
 	Schema       string   `json:"schema,omitempty"`
 	DialTimeout  Duration `json:"dial_timeout,omitempty"`   // bounds connecting (default 10s)
 	ReadTimeout  Duration `json:"read_timeout,omitempty"`   // bounds one insert or query reply (default 5m)
 	MaxOpenConns int      `json:"max_open_conns,omitempty"` // connection pool size (default 8)
 }
+
+// The table layouts of sink.clickhouse.schema.
+const (
+	// SchemaAuto picks SchemaModern on servers that support it (23.2 and later) and
+	// SchemaCompatible on older ones. Existing tables keep the layout they were created with.
+	SchemaAuto = "auto"
+	// SchemaModern creates ReplacingMergeTree(_version, _is_deleted) tables, whose FINAL hides
+	// tombstones, with Date32, DateTime64(6) and Bool columns. It needs ClickHouse 23.2 or later
+	// and is refused when the sink starts on an older server.
+	SchemaModern = "modern"
+	// SchemaCompatible creates ReplacingMergeTree(_version) tables with the deleted flag as a
+	// plain column and a <table>_current view that hides tombstones, with Date, DateTime and
+	// UInt8 columns. It works on every server the sink supports (18.16 and later).
+	SchemaCompatible = "compatible"
+)
+
+// The durability levels of sink.couchbase.durability. With DurabilityNone a failover of a node
+// can lose acknowledged documents while the checkpoint written after them survives: rows can be
+// lost. Use it only on a bucket without replicas that you can afford to resync.
+const (
+	DurabilityNone                     = "none"
+	DurabilityMajority                 = "majority"
+	DurabilityMajorityAndPersistActive = "majority_and_persist_active"
+	DurabilityPersistToMajority        = "persist_to_majority"
+)
 
 // Couchbase is a Couchbase destination; each target is a collection of Bucket.
 type Couchbase struct {
@@ -142,8 +179,8 @@ type Couchbase struct {
 	// MetadataCollection holds the sink's checkpoint and key-index documents in each target's
 	// scope (default "sluice_meta").
 	MetadataCollection string `json:"metadata_collection,omitempty"`
-	// Durability of every write: none, majority (default), majority_and_persist_active or
-	// persist_to_majority.
+	// Durability of every write: DurabilityNone, DurabilityMajority (default),
+	// DurabilityMajorityAndPersistActive or DurabilityPersistToMajority.
 	Durability  string   `json:"durability,omitempty"`
 	Concurrency int      `json:"concurrency,omitempty"` // KV operations in flight per batch (default 32)
 	Timeout     Duration `json:"timeout,omitempty"`     // bounds each KV operation and connecting (default 30s)

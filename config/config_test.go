@@ -72,9 +72,11 @@ func TestDemo(t *testing.T) {
 		Staging:  Staging{URL: ".stack/demo/staging"},
 		Batch:    Batch{MaxRows: 100000, MaxBytes: 64 * MiB, MaxWait: Duration(time.Second)},
 		Sink: Sink{Type: "iceberg", Iceberg: &Iceberg{
-			Catalog:     IcebergCatalog{Type: "sql", URI: ".stack/demo/catalog.db", Dialect: "sqlite", Name: "demo"},
-			Warehouse:   ".stack/demo/warehouse",
-			Maintenance: IcebergMaintenance{CompactEveryCommits: 100, ExpireSnapshotsAfter: Duration(24 * time.Hour)},
+			Catalog:             IcebergCatalog{Type: "sql", URI: ".stack/demo/catalog.db", Dialect: "sqlite", Name: "demo"},
+			Warehouse:           ".stack/demo/warehouse",
+			Maintenance:         IcebergMaintenance{CompactEveryCommits: 100, ExpireSnapshotsAfter: Duration(24 * time.Hour)},
+			CompressionLevel:    1,
+			TargetFileSizeBytes: 128 * MiB,
 		}},
 		Tables: []Table{{
 			Source:   "public.orders",
@@ -119,9 +121,18 @@ func TestDefaults(t *testing.T) {
 			return c.Sink.Iceberg.Maintenance, IcebergMaintenance{100, Duration(24 * time.Hour)}
 		}},
 		{"clickhouse", []edit{clickhouseSink()}, func(c *Config) (any, any) {
-			return *c.Sink.ClickHouse, ClickHouse{Addr: "127.0.0.1:9000", Database: "default", Username: "default"}
+			return *c.Sink.ClickHouse, ClickHouse{Addr: "127.0.0.1:9000", Database: "default", Username: "default", Schema: "auto",
+				DialTimeout: Duration(10 * time.Second), ReadTimeout: Duration(5 * time.Minute), MaxOpenConns: 8}
 		}},
-		{"couchbase scope", []edit{sinkOf("couchbase", couchbaseSink())}, func(c *Config) (any, any) { return c.Sink.Couchbase.Scope, "_default" }},
+		{"couchbase", []edit{sinkOf("couchbase", couchbaseSink())}, func(c *Config) (any, any) {
+			cb := *c.Sink.Couchbase
+			return []any{cb.Scope, cb.MetadataCollection, cb.Durability, cb.Concurrency, cb.Timeout},
+				[]any{"_default", "sluice_meta", "majority", 32, Duration(30 * time.Second)}
+		}},
+		{"iceberg files", nil, func(c *Config) (any, any) {
+			ice := c.Sink.Iceberg
+			return []any{ice.CompressionLevel, ice.PartitionBuckets, ice.TargetFileSizeBytes}, []any{1, 0, 128 * MiB}
+		}},
 		{"empty metadata is none", []edit{set("tables.0.metadata", []any{})}, func(c *Config) (any, any) { return c.Tables[0].Metadata == nil, true }},
 		{"no key override", nil, func(c *Config) (any, any) { return c.Tables[0].Key == nil, true }},
 		{"set values kept", []edit{set("batch", map[string]any{"max_rows": 10, "max_bytes": "1.5KiB", "max_wait": "250ms"})}, func(c *Config) (any, any) {

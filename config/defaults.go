@@ -2,18 +2,28 @@ package config
 
 // Defaults of the settings that have one.
 const (
-	DefaultSnapshotChunkRows    = 50000
-	DefaultTemporalAddress      = "127.0.0.1:7233"
-	DefaultTemporalNamespace    = "default"
-	DefaultBatchMaxRows         = 100000
-	DefaultBatchMaxBytes        = 64 * MiB
-	DefaultBatchMaxWait         = Duration(1e9) // 1s
-	DefaultCatalogName          = "sluice"
-	DefaultCompactEveryCommits  = 100
-	DefaultExpireSnapshotsAfter = Duration(24 * 3600 * 1e9) // 24h
-	DefaultClickHouseDatabase   = "default"
-	DefaultClickHouseUsername   = "default"
-	DefaultCouchbaseScope       = "_default"
+	DefaultSnapshotChunkRows           = 50000
+	DefaultTemporalAddress             = "127.0.0.1:7233"
+	DefaultTemporalNamespace           = "default"
+	DefaultBatchMaxRows                = 100000
+	DefaultBatchMaxBytes               = 64 * MiB
+	DefaultBatchMaxWait                = Duration(1e9) // 1s
+	DefaultCatalogName                 = "sluice"
+	DefaultCompactEveryCommits         = 100
+	DefaultExpireSnapshotsAfter        = Duration(24 * 3600 * 1e9) // 24h
+	DefaultCompressionLevel            = 1                         // zstd's fastest
+	DefaultTargetFileSizeBytes         = 128 * MiB
+	DefaultClickHouseDatabase          = "default"
+	DefaultClickHouseUsername          = "default"
+	DefaultClickHouseSchema            = SchemaAuto
+	DefaultClickHouseDialTimeout       = Duration(10 * 1e9)     // 10s
+	DefaultClickHouseReadTimeout       = Duration(5 * 60 * 1e9) // 5m
+	DefaultClickHouseMaxOpenConns      = 8
+	DefaultCouchbaseScope              = "_default"
+	DefaultCouchbaseMetadataCollection = "sluice_meta"
+	DefaultCouchbaseDurability         = DurabilityMajority
+	DefaultCouchbaseConcurrency        = 32
+	DefaultCouchbaseTimeout            = Duration(30 * 1e9) // 30s
 )
 
 // ApplyDefaults sets every unset (zero) setting that has a default. Settings that depend on
@@ -32,25 +42,47 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Batch.MaxBytes, DefaultBatchMaxBytes)
 	setDefault(&c.Batch.MaxWait, DefaultBatchMaxWait)
 	if ice := c.Sink.Iceberg; ice != nil {
-		if ice.Catalog.Type == CatalogSQL {
-			setDefault(&ice.Catalog.Dialect, DialectSQLite)
-		}
-		setDefault(&ice.Catalog.Name, DefaultCatalogName)
-		setDefault(&ice.Maintenance.CompactEveryCommits, DefaultCompactEveryCommits)
-		setDefault(&ice.Maintenance.ExpireSnapshotsAfter, DefaultExpireSnapshotsAfter)
+		ice.applyDefaults()
 	}
 	if ch := c.Sink.ClickHouse; ch != nil {
-		setDefault(&ch.Database, DefaultClickHouseDatabase)
-		setDefault(&ch.Username, DefaultClickHouseUsername)
+		ch.applyDefaults()
 	}
 	if cb := c.Sink.Couchbase; cb != nil {
-		setDefault(&cb.Scope, DefaultCouchbaseScope)
+		cb.applyDefaults()
 	}
 	for i := range c.Tables {
 		if len(c.Tables[i].Metadata) == 0 {
 			c.Tables[i].Metadata = nil // "metadata: []" means none, as its JSON encoding does
 		}
 	}
+}
+
+func (ice *Iceberg) applyDefaults() {
+	if ice.Catalog.Type == CatalogSQL {
+		setDefault(&ice.Catalog.Dialect, DialectSQLite)
+	}
+	setDefault(&ice.Catalog.Name, DefaultCatalogName)
+	setDefault(&ice.Maintenance.CompactEveryCommits, DefaultCompactEveryCommits)
+	setDefault(&ice.Maintenance.ExpireSnapshotsAfter, DefaultExpireSnapshotsAfter)
+	setDefault(&ice.CompressionLevel, DefaultCompressionLevel)
+	setDefault(&ice.TargetFileSizeBytes, DefaultTargetFileSizeBytes)
+}
+
+func (ch *ClickHouse) applyDefaults() {
+	setDefault(&ch.Database, DefaultClickHouseDatabase)
+	setDefault(&ch.Username, DefaultClickHouseUsername)
+	setDefault(&ch.Schema, DefaultClickHouseSchema)
+	setDefault(&ch.DialTimeout, DefaultClickHouseDialTimeout)
+	setDefault(&ch.ReadTimeout, DefaultClickHouseReadTimeout)
+	setDefault(&ch.MaxOpenConns, DefaultClickHouseMaxOpenConns)
+}
+
+func (cb *Couchbase) applyDefaults() {
+	setDefault(&cb.Scope, DefaultCouchbaseScope)
+	setDefault(&cb.MetadataCollection, DefaultCouchbaseMetadataCollection)
+	setDefault(&cb.Durability, DefaultCouchbaseDurability)
+	setDefault(&cb.Concurrency, DefaultCouchbaseConcurrency)
+	setDefault(&cb.Timeout, DefaultCouchbaseTimeout)
 }
 
 // setDefault sets *p to def when *p is the zero value.

@@ -138,6 +138,7 @@ func problemCases() []problemCase {
 		{"publication name", []edit{set("source.publication", "1pub")}, []want{{"source.publication", `"1pub" is not allowed`}}},
 		{"chunk rows explicit zero", []edit{set("source.snapshot_chunk_rows", 0)}, []want{{"source.snapshot_chunk_rows", "must not be 0; remove the key to use the default 50000"}}},
 		{"chunk rows negative", []edit{set("source.snapshot_chunk_rows", -1)}, []want{{"source.snapshot_chunk_rows", "is -1; it must be at least 1"}}},
+		{"chunk rows too many", []edit{set("source.snapshot_chunk_rows", 20_000_000)}, []want{{"source.snapshot_chunk_rows", "is 20000000; use at most 10000000: a chunk is read whole into the worker's memory"}}},
 
 		// temporal
 		{"temporal address", []edit{set("temporal.address", "localhost")}, []want{{"temporal.address", `"localhost" is not host:port`}}},
@@ -151,12 +152,19 @@ func problemCases() []problemCase {
 		{"staging s3 bucket", []edit{set("staging.url", "s3:///prefix")}, []want{{"staging.url", "has no bucket"}}},
 		{"staging file dir", []edit{set("staging.url", "file://")}, []want{{"staging.url", "has no directory"}}},
 		{"staging bad URL", []edit{set("staging.url", "s3://b/%zz")}, []want{{"staging.url", "is not a valid URL"}}},
+		{"staging s3 parameters", []edit{set("staging.url", "s3://b/x?endpoint=http://h:9000&region=r&path_style=false")}, nil},
+		{"staging misspelt parameter", []edit{set("staging.url", "s3://b/x?regoin=eu-west-1")}, []want{{"staging.url", `unknown query parameter "regoin"; the parameters are endpoint, region, path_style`}}},
+		{"staging gocloud parameter", []edit{set("staging.url", "s3://b/x?use_path_style=true")}, []want{{"staging.url", `unknown query parameter "use_path_style"`}}},
+		{"staging path style", []edit{set("staging.url", "s3://b/x?path_style=maybe")}, []want{{"staging.url", `path_style="maybe": want true or false`}}},
 
 		// batch
 		{"max rows zero", []edit{set("batch.max_rows", 0)}, []want{{"batch.max_rows", "must not be 0; remove the key to use the default 100000"}}},
 		{"max rows negative", []edit{set("batch.max_rows", -5)}, []want{{"batch.max_rows", "is -5; it must be at least 1"}}},
 		{"max bytes zero", []edit{set("batch.max_bytes", 0)}, []want{{"batch.max_bytes", "must not be 0; remove the key to use the default 64MiB"}}},
 		{"max bytes tiny", []edit{set("batch.max_bytes", 64)}, []want{{"batch.max_bytes", "is 64 bytes; it must be at least 1KiB (a bare number counts bytes: write 64MiB"}}},
+		{"max bytes huge", []edit{set("batch.max_bytes", "100TiB")}, []want{{"batch.max_bytes", "is 100TiB; use at most 1GiB: a batch's text column is one Arrow string array, which holds at most 2GiB"}}},
+		{"max bytes at the bound", []edit{set("batch.max_bytes", "1GiB")}, nil},
+		{"max rows too many", []edit{set("batch.max_rows", 50_000_000)}, []want{{"batch.max_rows", "is 50000000; use at most 10000000: each buffered row costs about 128 bytes"}}},
 		{"max wait zero", []edit{set("batch.max_wait", "0s")}, []want{{"batch.max_wait", "must not be 0; remove the key to use the default 1s"}}},
 		{"max wait negative", []edit{set("batch.max_wait", "-1s")}, []want{{"batch.max_wait", "is -1s; it must be positive"}}},
 
@@ -183,6 +191,18 @@ func problemCases() []problemCase {
 		{"compaction zero", []edit{set("sink.iceberg.maintenance.compact_every_commits", 0)}, []want{{"sink.iceberg.maintenance.compact_every_commits", "must not be 0; write -1 to turn compaction off"}}},
 		{"compaction negative", []edit{set("sink.iceberg.maintenance.compact_every_commits", -2)}, []want{{"sink.iceberg.maintenance.compact_every_commits", "is -2; use a number of commits of at least 1, or -1"}}},
 		{"expiry zero", []edit{set("sink.iceberg.maintenance.expire_snapshots_after", "0h")}, []want{{"sink.iceberg.maintenance.expire_snapshots_after", "must not be 0"}}},
+		{"compaction too rare", []edit{set("sink.iceberg.maintenance.compact_every_commits", 20000)}, []want{{"sink.iceberg.maintenance.compact_every_commits", "is 20000; use at most 10000: every commit rewrites the table metadata"}}},
+		{"compression level", []edit{set("sink.iceberg.compression_level", 23)}, []want{{"sink.iceberg.compression_level", "is 23; use a zstd level from 1 (fastest, the default) to 22"}}},
+		{"compression level zero", []edit{set("sink.iceberg.compression_level", 0)}, []want{{"sink.iceberg.compression_level", "must not be 0; remove the key to use the default 1"}}},
+		{"partition buckets negative", []edit{set("sink.iceberg.partition_buckets", -4)}, []want{{"sink.iceberg.partition_buckets", "is -4; use 0 for unpartitioned tables"}}},
+		{"partition buckets zero", []edit{set("sink.iceberg.partition_buckets", 0)}, nil},
+		{"partition buckets too many", []edit{set("sink.iceberg.partition_buckets", 4096)}, []want{{"sink.iceberg.partition_buckets", "is 4096; use at most 1024: every commit writes up to a data file"}}},
+		{"target file size small", []edit{set("sink.iceberg.target_file_size_bytes", "64KiB")}, []want{{"sink.iceberg.target_file_size_bytes", "is 64KiB; use at least 1MiB"}}},
+		{"target file size large", []edit{set("sink.iceberg.target_file_size_bytes", "8GiB")}, []want{{"sink.iceberg.target_file_size_bytes", "is 8GiB; use at most 2GiB: compaction rewrites a file on every run"}}},
+		{"credential with sql catalog", []edit{set("sink.iceberg.catalog.credential", "id:secret")}, []want{{"sink.iceberg.catalog.credential", "applies only to catalog type rest; remove it (and any SLUICE_SINK_ICEBERG_CATALOG_CREDENTIAL variable)"}}},
+		{"token with sql catalog", []edit{set("sink.iceberg.catalog.token", "t0k")}, []want{{"sink.iceberg.catalog.token", "applies only to catalog type rest"}}},
+		{"rest credential", []edit{set("sink.iceberg.catalog", map[string]any{"type": "rest", "uri": "http://h:8181", "credential": "nocolon"})}, []want{{"sink.iceberg.catalog.credential", "not client_id:client_secret"}}},
+		{"rest credential and token", []edit{set("sink.iceberg.catalog", map[string]any{"type": "rest", "uri": "http://h:8181", "credential": "id:secret", "token": "t0k"})}, nil},
 		{"expiry negative", []edit{set("sink.iceberg.maintenance.expire_snapshots_after", "-1h")}, []want{{"sink.iceberg.maintenance.expire_snapshots_after", "is -1h0m0s; it must be positive"}}},
 
 		// clickhouse
@@ -192,6 +212,8 @@ func problemCases() []problemCase {
 		{"clickhouse schema", []edit{clickhouseSink(), set("sink.clickhouse.schema", "new")}, []want{{"sink.clickhouse.schema", `"new" is not a table layout; use auto, modern`}}},
 		{"clickhouse read timeout", []edit{clickhouseSink(), set("sink.clickhouse.read_timeout", "-1s")}, []want{{"sink.clickhouse.read_timeout", "is -1s; it must be positive"}}},
 		{"clickhouse pool", []edit{clickhouseSink(), set("sink.clickhouse.max_open_conns", -2)}, []want{{"sink.clickhouse.max_open_conns", "is -2; use a positive number"}}},
+		{"clickhouse pool too large", []edit{clickhouseSink(), set("sink.clickhouse.max_open_conns", 5000)}, []want{{"sink.clickhouse.max_open_conns", "is 5000; use at most 1000: a worker runs at most 1000 activities at once"}}},
+		{"clickhouse dial timeout zero", []edit{clickhouseSink(), set("sink.clickhouse.dial_timeout", "0s")}, []want{{"sink.clickhouse.dial_timeout", "must not be 0; remove the key to use the default 10s"}}},
 
 		// couchbase
 		{"couchbase connstr missing", []edit{sinkOf("couchbase", couchbaseSink()), del("sink.couchbase.connstr")}, []want{{"sink.couchbase.connstr", "missing; set couchbase://host"}}},
@@ -201,7 +223,10 @@ func problemCases() []problemCase {
 		{"couchbase bucket missing", []edit{sinkOf("couchbase", couchbaseSink()), del("sink.couchbase.bucket")}, []want{{"sink.couchbase.bucket", "missing; set the bucket"}}},
 		{"couchbase bucket", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.bucket", "my bucket")}, []want{{"sink.couchbase.bucket", `"my bucket" is not a bucket name`}}},
 		{"couchbase durability", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.durability", "strong")}, []want{{"sink.couchbase.durability", `"strong" is not a durability level; use none, majority`}}},
-		{"couchbase concurrency", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.concurrency", 5000)}, []want{{"sink.couchbase.concurrency", "is 5000; use 1 to 1024"}}},
+		{"couchbase concurrency", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.concurrency", 5000)}, []want{{"sink.couchbase.concurrency", "is 5000; use at most 1024: gocb queues at most 2048 operations per node"}}},
+		{"couchbase concurrency zero", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.concurrency", 0)}, []want{{"sink.couchbase.concurrency", "must not be 0; remove the key to use the default 32"}}},
+		{"couchbase concurrency negative", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.concurrency", -1)}, []want{{"sink.couchbase.concurrency", "is -1; use a positive number"}}},
+		{"couchbase reserved scope", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.scope", "_system")}, []want{{"sink.couchbase.scope", "only _default may start with _ or %"}}},
 		{"couchbase timeout", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.timeout", "-3s")}, []want{{"sink.couchbase.timeout", "is -3s; it must be positive"}}},
 		{"couchbase metadata collection", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.metadata_collection", "a.b")}, []want{{"sink.couchbase.metadata_collection", `"a.b" is not a collection name`}}},
 		{"couchbase scope", []edit{sinkOf("couchbase", couchbaseSink()), set("sink.couchbase.scope", "a.b")}, []want{{"sink.couchbase.scope", `"a.b" is not a scope name`}}},

@@ -15,7 +15,7 @@ const RedactedText = "REDACTED"
 var passwordKV = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)`)
 
 // Redacted returns a deep copy of c with every secret replaced by REDACTED: passwords inside
-// DSNs and URIs, sink passwords and the S3 secret key. Print and log this copy, never c.
+// DSNs and URIs, sink passwords, the REST catalog's credential and token and the S3 secret key. Print and log this copy, never c.
 func (c *Config) Redacted() *Config {
 	r := *c
 	r.Source.DSN = redactDSN(c.Source.DSN)
@@ -33,6 +33,8 @@ func (c *Config) Redacted() *Config {
 	if ice := c.Sink.Iceberg; ice != nil {
 		cp := *ice
 		cp.Catalog.URI = redactDSN(ice.Catalog.URI)
+		cp.Catalog.Credential = redactSecret(ice.Catalog.Credential)
+		cp.Catalog.Token = redactSecret(ice.Catalog.Token)
 		if ice.S3 != nil {
 			s3 := *ice.S3
 			s3.SecretAccessKey = redactSecret(s3.SecretAccessKey)

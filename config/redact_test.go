@@ -50,6 +50,10 @@ func secretConfigs() map[string]*Config {
 			Warehouse: "s3://wh/prefix",
 			S3:        &S3{Region: "us-east-1", AccessKeyID: "AKIA", SecretAccessKey: "s3cret-s3"},
 		}}),
+		"iceberg rest": base(Sink{Type: SinkIceberg, Iceberg: &Iceberg{
+			Catalog:   IcebergCatalog{Type: CatalogREST, URI: "https://catalog.example", Credential: "client:s3cret-cred", Token: "s3cret-token"},
+			Warehouse: "s3://wh/prefix",
+		}}),
 		"clickhouse": base(Sink{Type: SinkClickHouse, ClickHouse: &ClickHouse{Addr: "ch:9000", Password: "s3cret-ch"}}),
 		"couchbase": base(Sink{Type: SinkCouchbase, Couchbase: &Couchbase{
 			ConnStr: "couchbase://cb", Username: "u", Password: "s3cret-cb", Bucket: "b",

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/sluicecdc/sluice/staging"
 )
 
 // Validate fills in the defaults of unset settings (ApplyDefaults), then checks every setting.
@@ -54,6 +56,17 @@ func (v *validator) explicitZeros(c *Config) {
 			v.ps.skip[p] = true
 		}
 		zero("sink.iceberg.maintenance.expire_snapshots_after", ice.Maintenance.ExpireSnapshotsAfter == 0, DefaultExpireSnapshotsAfter)
+		zero("sink.iceberg.compression_level", ice.CompressionLevel == 0, DefaultCompressionLevel)
+		zero("sink.iceberg.target_file_size_bytes", ice.TargetFileSizeBytes == 0, DefaultTargetFileSizeBytes)
+	}
+	if ch := c.Sink.ClickHouse; ch != nil {
+		zero("sink.clickhouse.dial_timeout", ch.DialTimeout == 0, DefaultClickHouseDialTimeout)
+		zero("sink.clickhouse.read_timeout", ch.ReadTimeout == 0, DefaultClickHouseReadTimeout)
+		zero("sink.clickhouse.max_open_conns", ch.MaxOpenConns == 0, DefaultClickHouseMaxOpenConns)
+	}
+	if cb := c.Sink.Couchbase; cb != nil {
+		zero("sink.couchbase.concurrency", cb.Concurrency == 0, DefaultCouchbaseConcurrency)
+		zero("sink.couchbase.timeout", cb.Timeout == 0, DefaultCouchbaseTimeout)
 	}
 }
 
@@ -79,7 +92,7 @@ func (v *validator) config(c *Config) {
 	v.source(&c.Source)
 	v.temporal(&c.Temporal)
 	if v.required("staging.url", c.Staging.URL, "set a directory, file:///dir or s3://bucket/prefix?region=... for batch files") {
-		v.location("staging.url", c.Staging.URL)
+		v.stagingURL("staging.url", c.Staging.URL)
 	}
 	v.batch(&c.Batch)
 	v.sink(&c.Sink)
@@ -101,6 +114,7 @@ func (v *validator) source(s *Source) {
 	if s.SnapshotChunkRows < 1 {
 		v.ps.add("source.snapshot_chunk_rows", "is %d; it must be at least 1 (default %d)", s.SnapshotChunkRows, DefaultSnapshotChunkRows)
 	}
+	v.maxCount("source.snapshot_chunk_rows", s.SnapshotChunkRows, MaxSnapshotChunkRows, whyChunkRows)
 }
 
 // checkDSN checks the shape of a Postgres connection string without connecting. Its errors
@@ -145,11 +159,33 @@ func (v *validator) hostPort(path, addr string) {
 	}
 }
 
-// location checks a directory path, file:// URL or s3://bucket/prefix URL.
-func (v *validator) location(path, loc string) {
-	if !strings.Contains(loc, "://") {
+// stagingURL checks a location whose s3:// query holds only the parameters the staging store
+// reads (staging.CheckS3Query, which staging.Open applies too).
+func (v *validator) stagingURL(path, loc string) {
+	if !v.location(path, loc) {
 		return
 	}
+	u, err := url.Parse(loc)
+	if err != nil || u.Scheme != "s3" {
+		return
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		v.ps.add(path, "the query is not valid URL encoding; percent-encode & = and %% inside values")
+		return
+	}
+	if err := staging.CheckS3Query(q); err != nil {
+		v.ps.add(path, "%v", err)
+	}
+}
+
+// location checks a directory path, file:// URL or s3://bucket/prefix URL.
+// It reports whether loc is valid.
+func (v *validator) location(path, loc string) bool {
+	if !strings.Contains(loc, "://") {
+		return true
+	}
+	n := len(v.ps.list)
 	u, err := url.Parse(loc)
 	switch {
 	case err != nil:
@@ -165,15 +201,18 @@ func (v *validator) location(path, loc string) {
 	default:
 		v.ps.add(path, "scheme %q is not supported; use a directory path, file:///dir or s3://bucket/prefix", u.Scheme)
 	}
+	return len(v.ps.list) == n
 }
 
 func (v *validator) batch(b *Batch) {
 	if b.MaxRows < 1 {
 		v.ps.add("batch.max_rows", "is %d; it must be at least 1 (default %d)", b.MaxRows, DefaultBatchMaxRows)
 	}
+	v.maxCount("batch.max_rows", b.MaxRows, MaxBatchRows, whyRows)
 	if b.MaxBytes < KiB {
 		v.ps.add("batch.max_bytes", "is %d bytes; it must be at least 1KiB (a bare number counts bytes: write 64MiB for 64 mebibytes)", int64(b.MaxBytes))
 	}
+	v.maxSize("batch.max_bytes", b.MaxBytes, MaxBatchBytes, whyBatchBytes)
 	if b.MaxWait <= 0 {
 		v.ps.add("batch.max_wait", "is %s; it must be positive, such as 1s (default %s)", b.MaxWait, DefaultBatchMaxWait)
 	}

@@ -72,6 +72,9 @@ func (v *validator) iceberg(ice *Iceberg) {
 		if cat.Dialect != "" {
 			v.ps.add(p+"catalog.dialect", "applies only to catalog type sql; remove it")
 		}
+		if cat.Credential != "" && !strings.Contains(cat.Credential, ":") {
+			v.ps.add(p+"catalog.credential", "not client_id:client_secret; write the OAuth2 client's id and secret joined by a colon")
+		}
 		if v.required(p+"catalog.uri", cat.URI, "set the REST catalog's URL, such as http://127.0.0.1:8181") {
 			if u, err := url.Parse(cat.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				v.ps.add(p+"catalog.uri", "not an http(s) URL; write the REST catalog's URL, such as http://127.0.0.1:8181")
@@ -79,6 +82,13 @@ func (v *validator) iceberg(ice *Iceberg) {
 		}
 	default:
 		v.ps.add(p+"catalog.type", "%q is not a catalog type; use sql or rest", cat.Type)
+	}
+	if cat.Type != CatalogREST {
+		for _, kv := range [][2]string{{"credential", cat.Credential}, {"token", cat.Token}} {
+			if kv[1] != "" {
+				v.ps.add(p+"catalog."+kv[0], "applies only to catalog type rest; remove it (and any %s variable)", EnvName(p+"catalog."+kv[0]))
+			}
+		}
 	}
 	if !catalogNameRe.MatchString(cat.Name) {
 		v.ps.add(p+"catalog.name", "%q is not allowed; use letters, digits, _ and -", cat.Name)
@@ -103,9 +113,21 @@ func (v *validator) iceberg(ice *Iceberg) {
 	if n := ice.Maintenance.CompactEveryCommits; n < 1 && n != -1 {
 		v.ps.add(p+"maintenance.compact_every_commits", "is %d; use a number of commits of at least 1, or -1 to turn compaction off", n)
 	}
+	v.maxCount(p+"maintenance.compact_every_commits", ice.Maintenance.CompactEveryCommits, MaxCompactEveryCommits, whyCompactions)
 	if ice.Maintenance.ExpireSnapshotsAfter <= 0 {
 		v.ps.add(p+"maintenance.expire_snapshots_after", "is %s; it must be positive, such as 24h", ice.Maintenance.ExpireSnapshotsAfter)
 	}
+	if n := ice.CompressionLevel; n < MinCompressionLevel || n > MaxCompressionLevel {
+		v.ps.add(p+"compression_level", "is %d; use a zstd level from %d (fastest, the default) to %d (smallest files)", n, MinCompressionLevel, MaxCompressionLevel)
+	}
+	if n := ice.PartitionBuckets; n < 0 {
+		v.ps.add(p+"partition_buckets", "is %d; use 0 for unpartitioned tables, or a number of buckets", n)
+	}
+	v.maxCount(p+"partition_buckets", ice.PartitionBuckets, MaxPartitionBuckets, whyBuckets)
+	if n := ice.TargetFileSizeBytes; n < MinTargetFileSize {
+		v.ps.add(p+"target_file_size_bytes", "is %s; use at least %s: a smaller target makes files smaller than one Parquet row group", n, MinTargetFileSize)
+	}
+	v.maxSize(p+"target_file_size_bytes", ice.TargetFileSizeBytes, MaxTargetFileSize, whyFileSize)
 }
 
 func (v *validator) clickhouse(ch *ClickHouse) {
@@ -114,20 +136,21 @@ func (v *validator) clickhouse(ch *ClickHouse) {
 		v.ps.add("sink.clickhouse.database", "%q is not allowed; use letters, digits and _ (not starting with a digit)", ch.Database)
 	}
 	switch ch.Schema {
-	case "", "auto", "modern", "compatible":
+	case SchemaAuto, SchemaModern, SchemaCompatible:
 	default:
 		v.ps.add("sink.clickhouse.schema", "%q is not a table layout; use auto, modern (ClickHouse 23.2 and later) or compatible", ch.Schema)
 	}
-	v.nonNegative("sink.clickhouse.dial_timeout", ch.DialTimeout)
-	v.nonNegative("sink.clickhouse.read_timeout", ch.ReadTimeout)
-	if ch.MaxOpenConns < 0 {
-		v.ps.add("sink.clickhouse.max_open_conns", "is %d; use a positive number of connections, or leave it out for 8", ch.MaxOpenConns)
+	v.positive("sink.clickhouse.dial_timeout", ch.DialTimeout)
+	v.positive("sink.clickhouse.read_timeout", ch.ReadTimeout)
+	if ch.MaxOpenConns < 1 {
+		v.ps.add("sink.clickhouse.max_open_conns", "is %d; use a positive number of connections, or leave it out for %d", ch.MaxOpenConns, DefaultClickHouseMaxOpenConns)
 	}
+	v.maxCount("sink.clickhouse.max_open_conns", ch.MaxOpenConns, MaxClickHouseOpenConns, whyOpenConns)
 }
 
-// nonNegative reports a negative duration at path; zero means the setting's default.
-func (v *validator) nonNegative(path string, d Duration) {
-	if d < 0 {
+// positive reports a duration at path that is not positive; left out, it takes its default.
+func (v *validator) positive(path string, d Duration) {
+	if d <= 0 {
 		v.ps.add(path, "is %s; it must be positive, or left out for its default", d)
 	}
 }
@@ -141,22 +164,62 @@ func (v *validator) couchbase(cb *Couchbase) {
 	}
 	v.required(p+"username", cb.Username, "set the user Sluice writes as")
 	v.required(p+"password", cb.Password, "set it with "+EnvName(p+"password"))
-	if v.required(p+"bucket", cb.Bucket, "set the bucket that holds the target collections") && !collectionRe.MatchString(cb.Bucket) {
-		v.ps.add(p+"bucket", "%q is not a bucket name; use letters, digits, _, - and %%", cb.Bucket)
+	if v.required(p+"bucket", cb.Bucket, "set the bucket that holds the target collections") &&
+		(!collectionRe.MatchString(cb.Bucket) || len(cb.Bucket) > maxCouchbaseName) {
+		v.ps.add(p+"bucket", "%q is not a bucket name; use up to %d letters, digits, _, - and %%", cb.Bucket, maxCouchbaseName)
 	}
-	if !collectionRe.MatchString(cb.Scope) {
-		v.ps.add(p+"scope", "%q is not a scope name; use letters, digits, _, - and %%", cb.Scope)
-	}
-	if cb.MetadataCollection != "" && !collectionRe.MatchString(cb.MetadataCollection) {
-		v.ps.add(p+"metadata_collection", "%q is not a collection name; use letters, digits, _, - and %%", cb.MetadataCollection)
-	}
+	v.couchbaseName(p+"scope", "scope", cb.Scope)
+	v.couchbaseName(p+"metadata_collection", "collection", cb.MetadataCollection)
 	switch cb.Durability {
-	case "", "none", "majority", "majority_and_persist_active", "persist_to_majority":
+	case DurabilityNone, DurabilityMajority, DurabilityMajorityAndPersistActive, DurabilityPersistToMajority:
 	default:
 		v.ps.add(p+"durability", "%q is not a durability level; use none, majority, majority_and_persist_active or persist_to_majority", cb.Durability)
 	}
-	if cb.Concurrency < 0 || cb.Concurrency > 1024 {
-		v.ps.add(p+"concurrency", "is %d; use 1 to 1024 operations in flight, or leave it out for 32", cb.Concurrency)
+	if cb.Concurrency < 1 {
+		v.ps.add(p+"concurrency", "is %d; use a positive number of operations in flight, or leave it out for %d", cb.Concurrency, DefaultCouchbaseConcurrency)
 	}
-	v.nonNegative(p+"timeout", cb.Timeout)
+	v.maxCount(p+"concurrency", cb.Concurrency, MaxCouchbaseConcurrency, whyConcurrency)
+	v.positive(p+"timeout", cb.Timeout)
+}
+
+// maxCouchbaseName is the longest bucket, scope or collection name Couchbase accepts.
+const maxCouchbaseName = 251
+
+// couchbaseName checks a scope or collection name: Couchbase's characters, and no leading _ or
+// %, which Couchbase reserves, except the _default scope and collection.
+func (v *validator) couchbaseName(path, what, name string) {
+	switch {
+	case !collectionRe.MatchString(name) || len(name) > maxCouchbaseName:
+		v.ps.add(path, "%q is not a %s name; use up to %d letters, digits, _, - and %%", name, what, maxCouchbaseName)
+	case name != DefaultCouchbaseScope && (name[0] == '_' || name[0] == '%'):
+		v.ps.add(path, "%q is not a %s name; only _default may start with _ or %%", name, what)
+	}
+}
+
+// Validate fills in the defaults of the section's unset settings and checks it as
+// Config.Validate does, reporting problems by their full key path (sink.iceberg...). The sink
+// calls it on the section it is given, so one built in Go meets the same rules as a file.
+func (ice *Iceberg) Validate() error {
+	v := validator{ps: &problems{skip: map[string]bool{}}}
+	ice.applyDefaults()
+	v.iceberg(ice)
+	return v.ps.err()
+}
+
+// Validate fills in the defaults of the section's unset settings and checks it; see
+// Iceberg.Validate.
+func (ch *ClickHouse) Validate() error {
+	v := validator{ps: &problems{skip: map[string]bool{}}}
+	ch.applyDefaults()
+	v.clickhouse(ch)
+	return v.ps.err()
+}
+
+// Validate fills in the defaults of the section's unset settings and checks it; see
+// Iceberg.Validate.
+func (cb *Couchbase) Validate() error {
+	v := validator{ps: &problems{skip: map[string]bool{}}}
+	cb.applyDefaults()
+	v.couchbase(cb)
+	return v.ps.err()
 }

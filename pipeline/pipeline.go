@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
@@ -120,25 +119,23 @@ func (s *Sinks) Close(ctx context.Context) error {
 	return err
 }
 
-// Open opens the sink cfg configures.
+// Open opens the sink cfg configures, handing it its section of the config as it is.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink, error) {
-	switch cfg.Sink.Type {
-	case config.SinkIceberg:
-		return openIceberg(ctx, cfg.Sink.Iceberg, log)
-	case config.SinkClickHouse:
-		c := cfg.Sink.ClickHouse
-		s, err := clickhouse.New(ctx, clickhouse.Config{Addr: c.Addr, Database: c.Database, Username: c.Username,
-			Password: c.Password, TLS: c.TLS, Schema: c.Schema, DialTimeout: time.Duration(c.DialTimeout),
-			ReadTimeout: time.Duration(c.ReadTimeout), MaxOpenConns: c.MaxOpenConns}, log)
+	switch {
+	case cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil:
+		s, err := iceberg.New(ctx, *cfg.Sink.Iceberg, iceberg.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("opening the iceberg sink: %w", err)
+		}
+		return s, nil
+	case cfg.Sink.Type == config.SinkClickHouse && cfg.Sink.ClickHouse != nil:
+		s, err := clickhouse.New(ctx, *cfg.Sink.ClickHouse, log)
 		if err != nil {
 			return nil, fmt.Errorf("opening the clickhouse sink: %w", err)
 		}
 		return s, nil
-	case config.SinkCouchbase:
-		c := cfg.Sink.Couchbase
-		s, err := couchbase.New(ctx, couchbase.Config{ConnStr: c.ConnStr, Username: c.Username, Password: c.Password,
-			Bucket: c.Bucket, Scope: c.Scope, MetadataCollection: c.MetadataCollection, Durability: c.Durability,
-			Concurrency: c.Concurrency, Timeout: time.Duration(c.Timeout)}, couchbase.Options{Logger: log})
+	case cfg.Sink.Type == config.SinkCouchbase && cfg.Sink.Couchbase != nil:
+		s, err := couchbase.New(ctx, *cfg.Sink.Couchbase, couchbase.Options{Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("opening the couchbase sink: %w", err)
 		}
@@ -146,30 +143,4 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink
 	}
 	return nil, fmt.Errorf("sink.type %q: this build has no %s sink (plugin sinks are designed, not built); use iceberg, clickhouse or couchbase",
 		cfg.Sink.Type, cfg.Sink.Type)
-}
-
-func openIceberg(ctx context.Context, c *config.Iceberg, log *slog.Logger) (sinks.Sink, error) {
-	ic := iceberg.Config{
-		Catalog:   iceberg.CatalogConfig{Type: c.Catalog.Type, URI: c.Catalog.URI, Dialect: c.Catalog.Dialect, Name: c.Catalog.Name},
-		Warehouse: c.Warehouse,
-	}
-	if c.S3 != nil {
-		ic.S3 = iceberg.S3Config{Endpoint: c.S3.Endpoint, Region: c.S3.Region,
-			AccessKeyID: c.S3.AccessKeyID, SecretAccessKey: c.S3.SecretAccessKey}
-	}
-	s, err := iceberg.New(ctx, ic, iceberg.Options{Logger: log, Maintenance: maintenanceOptions(c.Maintenance)})
-	if err != nil {
-		return nil, fmt.Errorf("opening the iceberg sink: %w", err)
-	}
-	return s, nil
-}
-
-// maintenanceOptions are the Iceberg sink's maintenance settings for m: the defaults, with
-// snapshots expired after expire_snapshots_after.
-func maintenanceOptions(m config.IcebergMaintenance) *iceberg.MaintenanceOptions {
-	o := iceberg.DefaultMaintenanceOptions()
-	if d := m.ExpireSnapshotsAfter.D(); d > 0 {
-		o.MaxSnapshotAge = d
-	}
-	return &o
 }

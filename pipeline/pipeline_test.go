@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"testing"
-	"time"
 
 	"github.com/sluicecdc/sluice/config"
 )
@@ -31,13 +30,5 @@ func TestTableOptionsMaintenance(t *testing.T) {
 				t.Errorf("MaintainEveryCommits = %d, want %d", got.MaintainEveryCommits, tt.want)
 			}
 		})
-	}
-}
-
-func TestMaintenanceOptionsExpireAfter(t *testing.T) {
-	t.Parallel()
-	o := maintenanceOptions(config.IcebergMaintenance{ExpireSnapshotsAfter: config.Duration(36 * time.Hour)})
-	if o.MaxSnapshotAge != 36*time.Hour || o.RetainSnapshots == 0 || o.OrphanFileAge == 0 {
-		t.Errorf("maintenance options %+v: want snapshots expired after 36h and the other defaults", *o)
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
 // Open opens the staging store a pipeline's `staging.url` names: a directory path, a file://
-// URL, or s3://bucket/prefix with optional query parameters endpoint (an S3-compatible
-// service's URL), region and path_style (true or false; true by default when endpoint is set).
+// URL, or s3://bucket/prefix with optional query parameters (S3URLParams) endpoint (an
+// S3-compatible service's URL), region and path_style (true or false; true by default when
+// endpoint is set); any other parameter is an error.
 // Credentials are not part of the URL: accessKey and secretKey are used when set, else the AWS
 // SDK's default chain (AWS_ACCESS_KEY_ID, ...).
 func Open(ctx context.Context, rawURL, accessKey, secretKey string) (*Store, error) {
@@ -25,15 +25,9 @@ func Open(ctx context.Context, rawURL, accessKey, secretKey string) (*Store, err
 	case "file":
 		return OpenDir(ctx, u.Path)
 	case "s3":
-		q := u.Query()
-		cfg := S3Config{
-			Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"), Endpoint: q.Get("endpoint"), Region: q.Get("region"),
-			AccessKeyID: accessKey, SecretAccessKey: secretKey, PathStyle: q.Get("endpoint") != "",
-		}
-		if v := q.Get("path_style"); v != "" {
-			if cfg.PathStyle, err = strconv.ParseBool(v); err != nil {
-				return nil, fmt.Errorf("staging url %q: path_style=%q: want true or false", rawURL, v)
-			}
+		cfg, err := s3ConfigFromURL(u, accessKey, secretKey)
+		if err != nil {
+			return nil, fmt.Errorf("staging url %q: %w", rawURL, err)
 		}
 		return OpenS3(ctx, cfg)
 	}

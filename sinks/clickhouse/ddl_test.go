@@ -1,12 +1,14 @@
 package clickhouse
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -217,13 +219,13 @@ func TestVersionAndSchemaChoice(t *testing.T) {
 		modern          bool
 		wantErr         string
 	}{
-		{"18.16.1", SchemaAuto, false, ""},
-		{"18.16.1", SchemaCompatible, false, ""},
-		{"18.16.1", SchemaModern, false, "runs ClickHouse 18.16.1, which has no ReplacingMergeTree(version, is_deleted)"},
-		{"23.1.3.5", SchemaAuto, false, ""},
-		{"23.2.1.2537", SchemaAuto, true, ""},
-		{"24.8.4.13", SchemaModern, true, ""},
-		{"24.8.4.13", SchemaCompatible, false, ""},
+		{"18.16.1", config.SchemaAuto, false, ""},
+		{"18.16.1", config.SchemaCompatible, false, ""},
+		{"18.16.1", config.SchemaModern, false, "runs ClickHouse 18.16.1, which has no ReplacingMergeTree(version, is_deleted)"},
+		{"23.1.3.5", config.SchemaAuto, false, ""},
+		{"23.2.1.2537", config.SchemaAuto, true, ""},
+		{"24.8.4.13", config.SchemaModern, true, ""},
+		{"24.8.4.13", config.SchemaCompatible, false, ""},
 	} {
 		t.Run(tc.version+"/"+tc.schema, func(t *testing.T) {
 			t.Parallel()
@@ -248,16 +250,19 @@ func TestVersionAndSchemaChoice(t *testing.T) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
+// TestNewValidatesWithConfig checks that New refuses an invalid section with package config's
+// problems (one validator, full key paths), as poison, before connecting.
+func TestNewValidatesWithConfig(t *testing.T) {
 	t.Parallel()
-	err := Config{Addr: "nohost", Database: "raw-data", Schema: "newest"}.Validate()
-	for _, want := range []string{"sink.clickhouse.addr", "sink.clickhouse.database", "sink.clickhouse.schema"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Validate: got %v, want a problem with %s", err, want)
-		}
+	_, err := New(t.Context(), Config{Addr: "nohost", Database: "raw-data", Schema: "newest"}, nil)
+	var ce *config.Error
+	if !errors.As(err, &ce) || !sinks.IsPoison(err) {
+		t.Fatalf("New: %v, want a poison *config.Error", err)
 	}
-	if err := (Config{Addr: "127.0.0.1:9000"}).Validate(); err != nil {
-		t.Errorf("Validate of a minimal config: %v", err)
+	for _, want := range []string{"sink.clickhouse.addr", "sink.clickhouse.database", "sink.clickhouse.schema"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("New: got %v, want a problem with %s", err, want)
+		}
 	}
 }
 

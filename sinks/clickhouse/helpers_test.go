@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
@@ -100,7 +101,7 @@ func newHarness(t *testing.T, addr string) *harness {
 		addr = testenv.ClickHouse(t)
 	}
 	db := testenv.RandomName("sluice_test_")
-	s, err := New(t.Context(), Config{Addr: addr, Database: db, ReadTimeout: 30 * time.Second, DialTimeout: 2 * time.Second}, testLogger(t))
+	s, err := New(t.Context(), Config{Addr: addr, Database: db, ReadTimeout: config.Duration(30 * time.Second), DialTimeout: config.Duration(2 * time.Second)}, testLogger(t))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

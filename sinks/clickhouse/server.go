@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/sluicecdc/sluice/config"
 )
 
 // Version is a ClickHouse server version, as version() prints it (18.16.1, 23.8.2.7).
@@ -53,15 +55,15 @@ func (v Version) String() string { return v.Text }
 // layout on an older server is refused with what to do.
 func chooseSchema(want string, v Version, addr string) (modern bool, err error) {
 	switch want {
-	case SchemaModern:
+	case config.SchemaModern:
 		if !v.SupportsModern() {
 			return false, fmt.Errorf("sink.clickhouse.schema is %s, but the server at %s runs ClickHouse %s, which has no "+
 				"ReplacingMergeTree(version, is_deleted), DateTime64 or Date32 (they need %d.%d or later): "+
 				"upgrade the server or set sink.clickhouse.schema to %s (or %s)",
-				SchemaModern, addr, v, modernSince.Major, modernSince.Minor, SchemaCompatible, SchemaAuto)
+				config.SchemaModern, addr, v, modernSince.Major, modernSince.Minor, config.SchemaCompatible, config.SchemaAuto)
 		}
 		return true, nil
-	case SchemaCompatible:
+	case config.SchemaCompatible:
 		return false, nil
 	}
 	return v.SupportsModern(), nil

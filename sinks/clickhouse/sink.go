@@ -10,6 +10,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -28,14 +29,13 @@ type Sink struct {
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// New validates cfg, connects, detects the server's version and resolves the layout of new
+// New validates cfg (config.ClickHouse.Validate, which fills in its defaults), connects, detects the server's version and resolves the layout of new
 // tables. A configuration the server cannot satisfy (schema modern on a server before 23.2) is
 // poison; an unreachable server is a transient error. The caller closes the sink.
 func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, sinks.Poison(err)
 	}
-	cfg = cfg.withDefaults()
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -43,8 +43,8 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 		Addr:         []string{cfg.Addr},
 		Protocol:     clickhouse.Native,
 		Auth:         clickhouse.Auth{Database: cfg.Database, Username: cfg.Username, Password: cfg.Password},
-		DialTimeout:  cfg.DialTimeout,
-		ReadTimeout:  cfg.ReadTimeout,
+		DialTimeout:  cfg.DialTimeout.D(),
+		ReadTimeout:  cfg.ReadTimeout.D(),
 		MaxOpenConns: cfg.MaxOpenConns,
 		MaxIdleConns: cfg.MaxOpenConns,
 		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
@@ -53,7 +53,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	// The sink's own database may not exist yet: connect to "default" and qualify every name.
-	opts.Auth.Database = DefaultDatabase
+	opts.Auth.Database = config.DefaultClickHouseDatabase
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
 		return nil, classify(err, "connecting to clickhouse at %s", cfg.Addr)
@@ -81,9 +81,9 @@ func (s *Sink) detect(ctx context.Context) error {
 		return sinks.Poison(err)
 	}
 	s.version, s.modern = v, modern
-	layout := SchemaCompatible
+	layout := config.SchemaCompatible
 	if modern {
-		layout = SchemaModern
+		layout = config.SchemaModern
 	}
 	s.log.InfoContext(ctx, "connected to clickhouse", "version", v.Text, "schema", layout)
 	return nil

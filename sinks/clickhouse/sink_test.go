@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -326,7 +327,7 @@ func TestModernRefusedOnOldServer(t *testing.T) {
 	if h.sink.Version().SupportsModern() {
 		t.Skipf("server %s supports the modern layout", h.sink.Version())
 	}
-	_, err := New(t.Context(), Config{Addr: h.sink.cfg.Addr, Schema: SchemaModern}, testLogger(t))
+	_, err := New(t.Context(), Config{Addr: h.sink.cfg.Addr, Schema: config.SchemaModern}, testLogger(t))
 	if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "upgrade the server or set sink.clickhouse.schema to compatible") {
 		t.Fatalf("New with schema modern: got %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -18,11 +19,11 @@ func BenchmarkApply(b *testing.B) {
 		concurrency int
 		phase       sinks.Phase
 	}{
-		{DurabilityMajority, 32, sinks.PhaseStream},
-		{DurabilityMajority, 128, sinks.PhaseStream},
-		{DurabilityNone, 8, sinks.PhaseStream},
-		{DurabilityNone, 32, sinks.PhaseStream},
-		{DurabilityMajority, 32, sinks.PhaseSnapshot},
+		{config.DurabilityMajority, 32, sinks.PhaseStream},
+		{config.DurabilityMajority, 128, sinks.PhaseStream},
+		{config.DurabilityNone, 8, sinks.PhaseStream},
+		{config.DurabilityNone, 32, sinks.PhaseStream},
+		{config.DurabilityMajority, 32, sinks.PhaseSnapshot},
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/durability=%s/concurrency=%d", c.phase, c.durability, c.concurrency), func(b *testing.B) {

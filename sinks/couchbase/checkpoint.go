@@ -55,7 +55,7 @@ func (c checkpoint) committed() (batch.SourcePosition, bool) {
 
 // readCheckpoint reads the target's checkpoint; a missing document is a fresh target.
 func (s *Sink) readCheckpoint(ctx context.Context, t target) (stored, error) {
-	res, err := s.meta(t).Get(t.checkpointKey(), &gocb.GetOptions{Context: ctx, Timeout: s.cfg.Timeout})
+	res, err := s.meta(t).Get(t.checkpointKey(), &gocb.GetOptions{Context: ctx, Timeout: s.cfg.Timeout.D()})
 	if errors.Is(err, gocb.ErrDocumentNotFound) {
 		return stored{checkpoint: checkpoint{Version: checkpointVersion, Table: t.table, Target: t.String()}}, nil
 	}
@@ -90,12 +90,12 @@ func (s *Sink) writeCheckpoint(ctx context.Context, t target, prev stored, c che
 	var res *gocb.MutationResult
 	if prev.exists {
 		res, err = s.meta(t).Replace(t.checkpointKey(), json.RawMessage(body), &gocb.ReplaceOptions{
-			Cas: prev.cas, DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx,
+			Cas: prev.cas, DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx,
 			Transcoder: gocb.NewRawJSONTranscoder(),
 		})
 	} else {
 		res, err = s.meta(t).Insert(t.checkpointKey(), json.RawMessage(body), &gocb.InsertOptions{
-			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
+			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
 		})
 	}
 	if errors.Is(err, gocb.ErrCasMismatch) || errors.Is(err, gocb.ErrDocumentExists) || errors.Is(err, gocb.ErrDocumentNotFound) {
@@ -114,7 +114,7 @@ func (s *Sink) removeCheckpoint(ctx context.Context, t target, prev stored) erro
 		return nil
 	}
 	_, err := s.meta(t).Remove(t.checkpointKey(), &gocb.RemoveOptions{
-		Cas: prev.cas, DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx,
+		Cas: prev.cas, DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx,
 	})
 	switch {
 	case err == nil, errors.Is(err, gocb.ErrDocumentNotFound):

@@ -32,7 +32,7 @@ func (s *Sink) writeIndex(ctx context.Context, t target, first int, keys []strin
 			return n, fmt.Errorf("encoding key index chunk %d of %s: %w", first+n, t, err)
 		}
 		_, err = s.meta(t).Upsert(t.indexKey(first+n), json.RawMessage(body), &gocb.UpsertOptions{
-			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
+			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
 		})
 		if err != nil {
 			return n, s.classify(ctx, t, fmt.Errorf("writing key index chunk %d of %s: %w", first+n, t, err))
@@ -47,7 +47,7 @@ func (s *Sink) writeIndex(ctx context.Context, t target, first int, keys []strin
 // their keys and how many chunks there were.
 func (s *Sink) readIndex(ctx context.Context, t target) (keys []string, chunks int, err error) {
 	for n := 0; ; n++ {
-		res, err := s.meta(t).Get(t.indexKey(n), &gocb.GetOptions{Context: ctx, Timeout: s.cfg.Timeout})
+		res, err := s.meta(t).Get(t.indexKey(n), &gocb.GetOptions{Context: ctx, Timeout: s.cfg.Timeout.D()})
 		if errors.Is(err, gocb.ErrDocumentNotFound) {
 			return keys, n, nil
 		}
@@ -65,7 +65,7 @@ func (s *Sink) readIndex(ctx context.Context, t target) (keys []string, chunks i
 // countIndex returns the number of key-index chunks (0 up to the first missing one).
 func (s *Sink) countIndex(ctx context.Context, t target) (int, error) {
 	for n := 0; ; n++ {
-		res, err := s.meta(t).Exists(t.indexKey(n), &gocb.ExistsOptions{Context: ctx, Timeout: s.cfg.Timeout})
+		res, err := s.meta(t).Exists(t.indexKey(n), &gocb.ExistsOptions{Context: ctx, Timeout: s.cfg.Timeout.D()})
 		if err != nil {
 			return 0, s.classify(ctx, t, fmt.Errorf("looking up key index chunk %d of %s: %w", n, t, err))
 		}
@@ -80,7 +80,7 @@ func (s *Sink) countIndex(ctx context.Context, t target) (int, error) {
 func (s *Sink) removeIndex(ctx context.Context, t target, n int) error {
 	for i := n - 1; i >= 0; i-- {
 		_, err := s.meta(t).Remove(t.indexKey(i), &gocb.RemoveOptions{
-			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx,
+			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx,
 		})
 		if err != nil && !errors.Is(err, gocb.ErrDocumentNotFound) {
 			return s.classify(ctx, t, fmt.Errorf("removing key index chunk %d of %s: %w", i, t, err))

@@ -37,23 +37,26 @@ type Sink struct {
 
 var _ sinks.Sink = (*Sink)(nil)
 
-// New validates cfg, connects to the cluster and waits until the bucket is ready (bounded by
+// New validates cfg (config.Couchbase.Validate, which fills in its defaults), connects to the cluster and waits until the bucket is ready (bounded by
 // ctx and Config.Timeout). The caller closes the sink.
 func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	durability, _ := durabilityLevel(cfg.Durability)
+	durability, err := durabilityLevel(cfg.Durability)
+	if err != nil {
+		return nil, err
+	}
+	timeout := cfg.Timeout.D()
 	cluster, err := gocb.Connect(cfg.ConnStr, gocb.ClusterOptions{
 		Authenticator:  gocb.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password},
-		TimeoutsConfig: gocb.TimeoutsConfig{ConnectTimeout: cfg.Timeout, KVTimeout: cfg.Timeout, KVDurableTimeout: cfg.Timeout, ManagementTimeout: cfg.Timeout},
+		TimeoutsConfig: gocb.TimeoutsConfig{ConnectTimeout: timeout, KVTimeout: timeout, KVDurableTimeout: timeout, ManagementTimeout: timeout},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Couchbase (sink.couchbase.connstr): %w", err)
 	}
 	bucket := cluster.Bucket(cfg.Bucket)
-	if err := bucket.WaitUntilReady(cfg.Timeout, &gocb.WaitUntilReadyOptions{Context: ctx}); err != nil {
+	if err := bucket.WaitUntilReady(timeout, &gocb.WaitUntilReadyOptions{Context: ctx}); err != nil {
 		_ = cluster.Close(nil)
 		return nil, fmt.Errorf("waiting for bucket %s (sink.couchbase.bucket; check it exists and user %s may "+
 			"read and write it): %w", cfg.Bucket, cfg.Username, err)
@@ -90,7 +93,7 @@ func (s *Sink) meta(t target) *gocb.Collection {
 
 // collections returns the bucket's collections as scope.collection.
 func (s *Sink) collections(ctx context.Context) (map[string]bool, error) {
-	scopes, err := s.bucket.CollectionsV2().GetAllScopes(&gocb.GetAllScopesOptions{Context: ctx, Timeout: s.cfg.Timeout})
+	scopes, err := s.bucket.CollectionsV2().GetAllScopes(&gocb.GetAllScopesOptions{Context: ctx, Timeout: s.cfg.Timeout.D()})
 	if err != nil {
 		return nil, fmt.Errorf("listing the collections of bucket %s: %w", s.cfg.Bucket, err)
 	}
@@ -126,7 +129,7 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	}
 	mgr := s.bucket.CollectionsV2()
 	if !have[t.scope] {
-		err := mgr.CreateScope(t.scope, &gocb.CreateScopeOptions{Context: ctx, Timeout: s.cfg.Timeout})
+		err := mgr.CreateScope(t.scope, &gocb.CreateScopeOptions{Context: ctx, Timeout: s.cfg.Timeout.D()})
 		if err != nil && !errors.Is(err, gocb.ErrScopeExists) {
 			return fmt.Errorf("table %s: creating scope %s in bucket %s (the user needs the bucket admin role, "+
 				"or create it yourself): %w", t.table, t.scope, s.cfg.Bucket, err)
@@ -137,7 +140,7 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 		if have[t.scope+"."+c] {
 			continue
 		}
-		err := mgr.CreateCollection(t.scope, c, nil, &gocb.CreateCollectionOptions{Context: ctx, Timeout: s.cfg.Timeout})
+		err := mgr.CreateCollection(t.scope, c, nil, &gocb.CreateCollectionOptions{Context: ctx, Timeout: s.cfg.Timeout.D()})
 		if err != nil && !errors.Is(err, gocb.ErrCollectionExists) {
 			return fmt.Errorf("table %s: creating collection %s.%s in bucket %s (the user needs the bucket admin "+
 				"role, or create it yourself): %w", t.table, t.scope, c, s.cfg.Bucket, err)

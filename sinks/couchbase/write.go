@@ -33,14 +33,14 @@ func (s *Sink) writeDocs(ctx context.Context, t target, ops []docOp) error {
 // writeDoc applies one operation.
 func (s *Sink) writeDoc(ctx context.Context, t target, col *gocb.Collection, op docOp) error {
 	if op.body == nil {
-		_, err := col.Remove(op.key, &gocb.RemoveOptions{DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx})
+		_, err := col.Remove(op.key, &gocb.RemoveOptions{DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx})
 		if err == nil || errors.Is(err, gocb.ErrDocumentNotFound) {
 			return nil
 		}
 		return s.classify(ctx, t, fmt.Errorf("removing document %q from %s: %w", shorten(op.key), t, err))
 	}
 	_, err := col.Upsert(op.key, json.RawMessage(op.body), &gocb.UpsertOptions{
-		DurabilityLevel: s.durability, Timeout: s.cfg.Timeout, Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
+		DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
 	})
 	if err != nil {
 		return s.classify(ctx, t, fmt.Errorf("upserting document %q into %s: %w", shorten(op.key), t, err))

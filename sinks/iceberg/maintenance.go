@@ -94,7 +94,7 @@ func (s *Sink) MaintainWith(ctx context.Context, target string, opts Maintenance
 		return res, err
 	}
 	if opts.TargetFileSizeBytes <= 0 {
-		opts.TargetFileSizeBytes = s.cfg.TargetFileSizeBytes
+		opts.TargetFileSizeBytes = int64(s.cfg.TargetFileSizeBytes)
 	}
 	if opts.RetainSnapshots <= 0 {
 		opts.RetainSnapshots = 10

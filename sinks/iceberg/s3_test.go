@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/testenv"
 )
 
@@ -20,7 +21,7 @@ func TestS3Warehouse(t *testing.T) {
 	cfg := &Config{
 		Catalog:   CatalogConfig{Type: CatalogSQL, Dialect: DialectSQLite, URI: filepath.Join(t.TempDir(), "catalog.db")},
 		Warehouse: "s3://" + info.Bucket + "/warehouse",
-		S3: S3Config{Endpoint: info.Endpoint, Region: info.Region,
+		S3: &config.S3{Endpoint: info.Endpoint, Region: info.Region,
 			AccessKeyID: info.AccessKeyID, SecretAccessKey: info.SecretAccessKey},
 	}
 	h := newHarness(t, cfg)

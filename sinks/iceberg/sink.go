@@ -28,7 +28,8 @@ type Options struct {
 	// EnsureTable needs it to create and evolve tables before any record exists.
 	ArrowSchema ArrowSchemaFunc
 	// Maintenance is what Maintain (the scheduled maintenance) does; nil means
-	// DefaultMaintenanceOptions().
+	// DefaultMaintenanceOptions() with snapshots expired after the configured
+	// maintenance.expire_snapshots_after.
 	Maintenance *MaintenanceOptions
 }
 
@@ -50,7 +51,8 @@ var (
 	_ sinks.Maintainer = (*Sink)(nil)
 )
 
-// New validates cfg and connects to its catalog. The caller closes the sink.
+// New validates cfg (config.Iceberg.Validate, which fills in its defaults) and connects to its
+// catalog. The caller closes the sink.
 func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -58,8 +60,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if opts.ArrowSchema == nil {
 		opts.ArrowSchema = batch.ArrowSchema
 	}
-	cfg = cfg.withDefaults()
-	cat, err := openCatalog(ctx, cfg)
+	cat, err := openCatalog(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +69,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 		log = slog.Default()
 	}
 	maint := DefaultMaintenanceOptions()
+	maint.MaxSnapshotAge = cfg.Maintenance.ExpireSnapshotsAfter.D()
 	if opts.Maintenance != nil {
 		maint = *opts.Maintenance
 	}
@@ -96,7 +98,7 @@ func (s *Sink) tableProps() iceberg.Properties {
 		"write.delete.mode":               "merge-on-read",
 		"write.update.mode":               "merge-on-read",
 		"write.merge.mode":                "merge-on-read",
-		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(s.cfg.TargetFileSizeBytes, 10),
+		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(int64(s.cfg.TargetFileSizeBytes), 10),
 		table.ParquetCompressionKey:       "zstd",
 		table.ParquetCompressionLevelKey:  strconv.Itoa(s.cfg.CompressionLevel),
 		"sluice.managed":                  "true",

@@ -276,7 +276,7 @@ func TestPartitionedByKeyBucket(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	h := newHarness(t, &Config{
-		Catalog:          CatalogConfig{URI: filepath.Join(dir, "catalog.db")},
+		Catalog:          CatalogConfig{Type: CatalogSQL, URI: filepath.Join(dir, "catalog.db")},
 		Warehouse:        filepath.Join(dir, "warehouse"),
 		PartitionBuckets: 4,
 	})

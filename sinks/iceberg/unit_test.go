@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -9,73 +10,39 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
-func TestConfigValidate(t *testing.T) {
+// TestNewValidatesWithConfig checks that New refuses an invalid section with package config's
+// problems (one validator, full key paths), before connecting to anything.
+func TestNewValidatesWithConfig(t *testing.T) {
 	t.Parallel()
-	ok := Config{Catalog: CatalogConfig{URI: "/tmp/c.db"}, Warehouse: "/tmp/wh"}
-	tests := []struct {
-		name string
-		edit func(*Config)
-		want []string // substrings of the error; none means valid
-	}{
-		{"defaults: sqlite sql catalog, local warehouse", func(*Config) {}, nil},
-		{"postgres catalog on s3", func(c *Config) {
-			c.Catalog = CatalogConfig{Type: "sql", Dialect: "postgres", URI: "postgres://u@h/db"}
-			c.Warehouse = "s3://bucket/wh"
-			c.S3 = S3Config{Endpoint: "http://127.0.0.1:9000", Region: "us-east-1", AccessKeyID: "a", SecretAccessKey: "b"}
-		}, nil},
-		{"rest catalog", func(c *Config) { c.Catalog = CatalogConfig{Type: "rest", URI: "http://h:8181"}; c.Warehouse = "" }, nil},
-		{"everything wrong at once", func(c *Config) {
-			c.Catalog = CatalogConfig{Type: "sql", Dialect: "mysql"}
-			c.Warehouse = "gs://b/x"
-			c.S3.AccessKeyID = "only-the-id"
-			c.PartitionBuckets = -1
-		}, []string{"sink.iceberg.catalog.uri", "sink.iceberg.catalog.dialect", "sink.iceberg.warehouse",
-			"sink.iceberg.s3", "sink.iceberg.partition_buckets"}},
-		{"unknown catalog type", func(c *Config) { c.Catalog.Type = "glue" }, []string{"sink.iceberg.catalog.type"}},
-		{"rest without URL", func(c *Config) { c.Catalog = CatalogConfig{Type: "rest", URI: "h:8181"} }, []string{"http(s) URL"}},
-		{"bucketless s3 warehouse", func(c *Config) { c.Warehouse = "s3:///x" }, []string{"names no bucket"}},
-		{"zstd level 19", func(c *Config) { c.CompressionLevel = 19 }, nil},
-		{"compression level out of range", func(c *Config) { c.CompressionLevel = 23 }, []string{"sink.iceberg.compression_level"}},
-		{"negative compression level", func(c *Config) { c.CompressionLevel = -3 }, []string{"sink.iceberg.compression_level"}},
+	_, err := New(t.Context(), Config{
+		Catalog:          CatalogConfig{Type: CatalogSQL, Dialect: "mysql"},
+		Warehouse:        "gs://b/x",
+		PartitionBuckets: -1,
+		CompressionLevel: 23,
+	}, Options{})
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("New: %v, want a *config.Error", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			c := ok
-			tt.edit(&c)
-			err := c.Validate()
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("Validate accepted %+v", c)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not mention %q", err, w)
-				}
-			}
-		})
+	for _, w := range []string{"sink.iceberg.catalog.uri", "sink.iceberg.catalog.dialect", "sink.iceberg.warehouse",
+		"sink.iceberg.partition_buckets", "sink.iceberg.compression_level"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not mention %q", err, w)
+		}
 	}
 }
 
-func TestDefaults(t *testing.T) {
+func TestLocations(t *testing.T) {
 	t.Parallel()
-	c := Config{Catalog: CatalogConfig{URI: "c.db"}, Warehouse: "rel/wh"}.withDefaults()
-	if c.Catalog.Type != CatalogSQL || c.Catalog.Dialect != DialectSQLite || c.Catalog.Name != "sluice" {
-		t.Errorf("catalog defaults: %+v", c.Catalog)
+	if w := warehouseURL("rel/wh"); !strings.HasPrefix(w, "file:///") || !strings.HasSuffix(w, "/rel/wh") {
+		t.Errorf("warehouse %q, want an absolute file:// URL", w)
 	}
-	if c.CompressionLevel != 1 {
-		t.Errorf("compression level %d, want 1", c.CompressionLevel)
-	}
-	if !strings.HasPrefix(c.Warehouse, "file:///") || !strings.HasSuffix(c.Warehouse, "/rel/wh") {
-		t.Errorf("warehouse %q, want an absolute file:// URL", c.Warehouse)
+	if w := warehouseURL("s3://b/wh"); w != "s3://b/wh" {
+		t.Errorf("warehouse %q, want it unchanged", w)
 	}
 	if got := sqliteDSN("/x/c.db"); !strings.HasPrefix(got, "file:/x/c.db?") || !strings.Contains(got, "busy_timeout") {
 		t.Errorf("sqliteDSN = %q", got)
