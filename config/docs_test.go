@@ -1,9 +1,11 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,18 +38,263 @@ func keyPaths(t reflect.Type, prefix string) []string {
 	return out
 }
 
-// TestDocsCoverEveryKey keeps docs/config.md the complete reference: every key has a row.
-func TestDocsCoverEveryKey(t *testing.T) {
+// docKey is a row of a reference table of docs/config.md.
+type docKey struct {
+	path string // as the docs write it: sink.iceberg.catalog.uri, tables[].metadata[].from
+	typ  string // the Type column
+}
+
+// docKeys reads the rows of docs/config.md's key tables (those headed "| Key | Type | Default |
+// Meaning |") in order.
+func docKeys(t *testing.T, doc string) []docKey {
+	t.Helper()
+	var keys []docKey
+	inKeys := false
+	row := regexp.MustCompile("^\\| `([^`]+)` \\| ([^|]*) \\|")
+	for line := range strings.Lines(doc) {
+		line = strings.TrimSpace(line)
+		switch {
+		case !strings.HasPrefix(line, "|"):
+			inKeys = false
+		case strings.HasPrefix(line, "| Key | Type | Default | Meaning |"):
+			inKeys = true
+		case inKeys:
+			if m := row.FindStringSubmatch(line); m != nil {
+				keys = append(keys, docKey{path: m[1], typ: strings.TrimSpace(m[2])})
+			}
+		}
+	}
+	if len(keys) < 40 {
+		t.Fatalf("read %d keys from docs/config.md; did its tables change shape?", len(keys))
+	}
+	return keys
+}
+
+// docSamples is a valid value of every documented key that holds a value. A key documented
+// without a sample fails TestDocsAndLoaderAgree until one is added here.
+func docSamples() map[string]any {
+	return map[string]any{
+		"pipeline":                   "orders-to-lake",
+		"source.dsn":                 "postgres://sluice@db.internal:5432/shop",
+		"source.slot":                "sluice_orders",
+		"source.publication":         "sluice_orders",
+		"source.snapshot_chunk_rows": 20000,
+		"temporal.address":           "127.0.0.1:7233",
+		"temporal.namespace":         "cdc",
+		"temporal.task_queue":        "sluice-orders",
+		"staging.url":                "s3://lake/staging?endpoint=http://127.0.0.1:8333&region=us-east-1&path_style=true",
+		"batch.max_rows":             5000,
+		"batch.max_bytes":            "16MiB",
+		"batch.max_wait":             "500ms",
+		// sink.type and the catalog's type and uri come from the variant
+		"sink.iceberg.catalog.dialect":                    "postgres",
+		"sink.iceberg.catalog.name":                       "lake",
+		"sink.iceberg.catalog.credential":                 "sluice:s3cret",
+		"sink.iceberg.catalog.token":                      "t0ken",
+		"sink.iceberg.warehouse":                          "s3://lake/warehouse",
+		"sink.iceberg.s3.endpoint":                        "http://127.0.0.1:8333",
+		"sink.iceberg.s3.region":                          "us-east-1",
+		"sink.iceberg.s3.access_key_id":                   "sluice",
+		"sink.iceberg.s3.secret_access_key":               "change-me",
+		"sink.iceberg.compression_level":                  3,
+		"sink.iceberg.partition_buckets":                  4,
+		"sink.iceberg.target_file_size_bytes":             "256MiB",
+		"sink.iceberg.maintenance.compact_every_commits":  50,
+		"sink.iceberg.maintenance.expire_snapshots_after": "12h",
+		"sink.clickhouse.addr":                            "clickhouse.internal:9000",
+		"sink.clickhouse.database":                        "raw",
+		"sink.clickhouse.username":                        "sluice",
+		"sink.clickhouse.password":                        "change-me",
+		"sink.clickhouse.tls":                             true,
+		"sink.clickhouse.schema":                          "compatible",
+		"sink.clickhouse.dial_timeout":                    "5s",
+		"sink.clickhouse.read_timeout":                    "10m",
+		"sink.clickhouse.max_open_conns":                  16,
+		"sink.couchbase.connstr":                          "couchbases://cb.internal",
+		"sink.couchbase.username":                         "sluice",
+		"sink.couchbase.password":                         "change-me",
+		"sink.couchbase.bucket":                           "shop",
+		"sink.couchbase.scope":                            "inventory",
+		"sink.couchbase.metadata_collection":              "sluice_state",
+		"sink.couchbase.durability":                       "persist_to_majority",
+		"sink.couchbase.concurrency":                      64,
+		"sink.couchbase.timeout":                          "1m",
+		"sink.plugin.address":                             "127.0.0.1:50051",
+		"tables[].source":                                 "shop.orders",
+		"tables[].target":                                 "raw.orders",
+		"tables[].metadata[].from":                        "commit_ts",
+		"tables[].metadata[].as":                          "committed_at",
+		"tables[].key":                                    []any{"id"},
+	}
+}
+
+// docVariants are the configs TestDocsAndLoaderAgree loads: one per sink, since only the chosen
+// sink's section may be set, and the Iceberg sink twice, since a sql catalog and a rest catalog
+// take different keys. Each sets every documented key that applies to it.
+func docVariants() []struct {
+	name, sink string
+	set        map[string]any
+	skip       []string
+} {
+	return []struct {
+		name, sink string
+		set        map[string]any
+		skip       []string
+	}{
+		{"iceberg sql catalog", SinkIceberg, map[string]any{"sink.iceberg.catalog.type": "sql", "sink.iceberg.catalog.uri": "postgres://iceberg@db.internal:5432/catalog"},
+			[]string{"sink.iceberg.catalog.credential", "sink.iceberg.catalog.token"}},
+		{"iceberg rest catalog", SinkIceberg, map[string]any{"sink.iceberg.catalog.type": "rest", "sink.iceberg.catalog.uri": "https://catalog.internal/api"},
+			[]string{"sink.iceberg.catalog.dialect"}},
+		{"clickhouse", SinkClickHouse, nil, nil},
+		{"couchbase", SinkCouchbase, nil, nil},
+		{"plugin", SinkPlugin, nil, nil},
+	}
+}
+
+// setPath sets the key at path (in the docs' syntax, [] marking the one entry of a list) in tree.
+func setPath(tree map[string]any, path string, value any) {
+	segs := strings.Split(path, ".")
+	cur := tree
+	for _, seg := range segs[:len(segs)-1] {
+		name, isList := strings.CutSuffix(seg, "[]")
+		if isList {
+			list, _ := cur[name].([]any)
+			if list == nil {
+				list = []any{map[string]any{}}
+				cur[name] = list
+			}
+			cur = list[0].(map[string]any)
+			continue
+		}
+		next, _ := cur[name].(map[string]any)
+		if next == nil {
+			next = map[string]any{}
+			cur[name] = next
+		}
+		cur = next
+	}
+	cur[segs[len(segs)-1]] = value
+}
+
+// hasPath reports whether tree (a config encoded as JSON and decoded generically) holds a
+// non-empty value at path.
+func hasPath(tree any, path string) bool {
+	cur := tree
+	for seg := range strings.SplitSeq(path, ".") {
+		name, isList := strings.CutSuffix(seg, "[]")
+		m, _ := cur.(map[string]any)
+		if cur = m[name]; cur == nil {
+			return false
+		}
+		if isList {
+			list, _ := cur.([]any)
+			if len(list) == 0 {
+				return false
+			}
+			cur = list[0]
+		}
+	}
+	return cur != "" && cur != nil
+}
+
+// TestDocsAndLoaderAgree keeps docs/config.md and the loader one and the same: every key the
+// docs list loads (in a config that sets every documented key with a valid value, once per sink)
+// and lands in the Config, every key the loader accepts has a row, and every environment
+// variable the docs name is the one that sets its key.
+func TestDocsAndLoaderAgree(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	keys := docKeys(t, doc)
+	documented := map[string]bool{}
+	for _, k := range keys {
+		documented[k.path] = true
+	}
+
+	// Every key the loader accepts is documented: by its own row, or (a mapping) by rows of the
+	// keys inside it.
+	accepted := map[string]bool{}
+	for _, p := range keyPaths(reflect.TypeFor[Config](), "") {
+		accepted[p] = true
+		if !documented[p] && !slices.ContainsFunc(keys, func(k docKey) bool { return strings.HasPrefix(k.path, p+".") }) {
+			t.Errorf("the loader accepts %s, but docs/config.md has no row for it", p)
+		}
+	}
+
+	// Every documented key loads, with a valid value, and reaches the Config.
+	var leaves []string
+	for _, k := range keys {
+		if !slices.ContainsFunc(keys, func(o docKey) bool {
+			return strings.HasPrefix(o.path, k.path+".") || strings.HasPrefix(o.path, k.path+"[].")
+		}) {
+			leaves = append(leaves, k.path)
+		}
+	}
+	samples := docSamples()
+	loaded := map[string]bool{}
+	failed := false
+	for _, v := range docVariants() {
+		tree := map[string]any{}
+		setPath(tree, "sink.type", v.sink)
+		var set []string
+		for _, leaf := range leaves {
+			other := strings.HasPrefix(leaf, "sink.") && leaf != "sink.type" && !strings.HasPrefix(leaf, "sink."+v.sink+".")
+			if other || leaf == "sink.type" || slices.Contains(v.skip, leaf) {
+				continue
+			}
+			val, ok := v.set[leaf]
+			if !ok {
+				val, ok = samples[leaf]
+			}
+			if !ok {
+				t.Errorf("docs/config.md documents %s, but docSamples has no valid value for it; add one", leaf)
+				continue
+			}
+			setPath(tree, leaf, val)
+			set = append(set, leaf)
+		}
+		data, _ := json.Marshal(tree)
+		c, err := parse(strings.NewReader(string(data)), "yaml", noEnv)
+		if err != nil {
+			t.Errorf("%s: a config with every documented key does not load (a key refused here is documented but unknown to the loader, or its documented form is wrong):\n%v\nconfig: %s", v.name, err, data)
+			failed = true
+			continue
+		}
+		var back any
+		if err := json.Unmarshal([]byte(mustJSON(t, c)), &back); err != nil {
+			t.Fatal(err)
+		}
+		for _, leaf := range set {
+			if !hasPath(back, leaf) {
+				t.Errorf("%s: %s loads but does not reach the Config", v.name, leaf)
+			}
+			loaded[leaf] = true
+		}
+	}
+	for _, leaf := range leaves {
+		if leaf != "sink.type" && !loaded[leaf] && !failed {
+			t.Errorf("docs/config.md documents %s, but no config loaded it", leaf)
+		}
+	}
+
+	// The environment variables the docs name set the keys they say.
+	envRow := regexp.MustCompile("(?m)^\\| `(SLUICE_[A-Z0-9_]+)` \\| `([a-z0-9_.]+)`")
+	for _, m := range envRow.FindAllStringSubmatch(doc, -1) {
+		if !accepted[m[2]] || EnvName(m[2]) != m[1] {
+			t.Errorf("docs/config.md says %s sets %s; the variable of %s is %s", m[1], m[2], m[2], EnvName(m[2]))
+		}
+	}
+}
+
+// TestDocsDescribeContextColumns checks that docs/config.md describes every context column.
+func TestDocsDescribeContextColumns(t *testing.T) {
 	t.Parallel()
 	doc, err := os.ReadFile("../docs/config.md")
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range keyPaths(reflect.TypeFor[Config](), "") {
-		// Sections described by their own table (catalog, s3 keys, maintenance) need no row.
-		if !strings.Contains(string(doc), "| `"+p+"` |") && !strings.Contains(string(doc), "`"+p+".") {
-			t.Errorf("docs/config.md has no reference row for %s", p)
-		}
 	}
 	for _, name := range batch.MetadataNames() {
 		if !strings.Contains(string(doc), "| `"+name+"` | `__"+name+"` |") {
