@@ -195,6 +195,9 @@ func TestOpenURL(t *testing.T) {
 		{url: "file://" + dir + "/x", wantURI: "file://" + dir + "/x/"},
 		{url: "s3://bucket/a/b?endpoint=http://127.0.0.1:1&path_style=true", wantURI: "s3://bucket/a/b/"},
 		{url: "s3://bucket?path_style=maybe", wantErr: "path_style"},
+		{url: "s3://bucket?regoin=eu-west-1", wantErr: `unknown query parameter "regoin"; the parameters are endpoint, region, path_style`},
+		{url: "s3://bucket?use_path_style=true", wantErr: `unknown query parameter "use_path_style"`},
+		{url: "s3://bucket?region=a&region=b", wantErr: `"region" is given 2 times`},
 		{url: "gs://bucket", wantErr: `scheme "gs" is not supported`},
 	}
 	for _, tt := range tests {
