@@ -8,14 +8,11 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// Phase is the phase of a table's pipeline a batch belongs to.
-type Phase string
-
-// The phases of a table.
-const (
-	PhaseSnapshot Phase = "snapshot"
-	PhaseStream   Phase = "stream"
-)
+// Phase is batch.Phase, the phase a batch belongs to (snapshot or stream).
+//
+// Deprecated: use batch.Phase. The alias remains only until the reader's staging code, being
+// moved out of package activities, stops converting to it; it is not a type of its own.
+type Phase = batch.Phase
 
 // MetadataColumn materializes one context column (__op, __pos, __commit_ts, __ingest_ts,
 // __snapshot, __phase, named without the underscores in From) under the name As.
@@ -36,7 +33,7 @@ type TableSpec struct {
 // once, and rows whose __op is delete carry the key (other columns null).
 type Batch struct {
 	Spec   TableSpec
-	Phase  Phase
+	Phase  batch.Phase
 	Record arrow.RecordBatch
 	Lo, Hi batch.SourcePosition // the batch's watermark; Hi is committed with the data
 }

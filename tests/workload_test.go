@@ -12,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -443,8 +444,8 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(failure, workflows.ErrTypeSnapshotSessionLost+":") {
-				t.Fatalf("the run holding the killed snapshot ended with %q, want %s", failure, workflows.ErrTypeSnapshotSessionLost)
+			if !strings.HasPrefix(failure, activities.ErrTypeSnapshotSessionLost+":") {
+				t.Fatalf("the run holding the killed snapshot ended with %q, want %s", failure, activities.ErrTypeSnapshotSessionLost)
 			}
 			w.started = killedAt
 			w.waitStreaming(tn)

@@ -9,6 +9,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/activities"
 )
 
 // finish runs the workflow, canceling it at stopAt (0: it must end by itself), and returns its
@@ -193,8 +195,8 @@ func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 
 	err := finish(t, env, TableInput{TableConfig: testTable}, 0)
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeSnapshotSessionLost || appErr.NonRetryable() {
-		t.Fatalf("first run ended with %v, want a retryable %s failure", err, ErrTypeSnapshotSessionLost)
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeSnapshotSessionLost || appErr.NonRetryable() {
+		t.Fatalf("first run ended with %v, want a retryable %s failure", err, activities.ErrTypeSnapshotSessionLost)
 	}
 	if during.Phase != PhaseBackfill || during.Snapshot == nil || during.Snapshot.Rows != 100 || during.Snapshot.EstimatedRows != 300 {
 		t.Fatalf("status during the backfill %+v: want phase backfill, 100 of ~300 rows", during)

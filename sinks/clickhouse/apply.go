@@ -49,7 +49,7 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 			}
 			// Snapshot rows all carry the snapshot's LSN, so snapshot batches may share one Hi:
 			// an equal position does not mean such a batch is in, and re-applying it is harmless.
-			if cmp < 0 || (cmp == 0 && b.Phase != sinks.PhaseSnapshot) {
+			if cmp < 0 || (cmp == 0 && b.Phase != batch.PhaseSnapshot) {
 				s.log.DebugContext(ctx, "batch already committed", "table", l.source, "position", pos.String(), "hi", b.Hi.String())
 				return nil
 			}

@@ -74,7 +74,7 @@ func (s *Sink) begin(ctx context.Context, t target) (stored, error) {
 // commit writes the key index (snapshot phase), the documents, and then the checkpoint.
 func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, ops []docOp) error {
 	next := cp.checkpoint
-	if b.Phase == sinks.PhaseSnapshot && !cp.Streaming {
+	if b.Phase == batch.PhaseSnapshot && !cp.Streaming {
 		var keys []string
 		for _, op := range ops {
 			if op.body != nil {
@@ -90,7 +90,7 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 	if err := s.writeDocs(ctx, t, ops); err != nil {
 		return err
 	}
-	retire := b.Phase == sinks.PhaseStream && !cp.Streaming
+	retire := b.Phase == batch.PhaseStream && !cp.Streaming
 	if retire {
 		next.Streaming, next.IndexChunks = true, 0
 	}

@@ -16,19 +16,19 @@ func BenchmarkApply(b *testing.B) {
 	cases := []struct {
 		durability  string
 		concurrency int
-		phase       sinks.Phase
+		phase       batch.Phase
 	}{
-		{DurabilityMajority, 32, sinks.PhaseStream},
-		{DurabilityMajority, 128, sinks.PhaseStream},
-		{DurabilityNone, 8, sinks.PhaseStream},
-		{DurabilityNone, 32, sinks.PhaseStream},
-		{DurabilityMajority, 32, sinks.PhaseSnapshot},
+		{DurabilityMajority, 32, batch.PhaseStream},
+		{DurabilityMajority, 128, batch.PhaseStream},
+		{DurabilityNone, 8, batch.PhaseStream},
+		{DurabilityNone, 32, batch.PhaseStream},
+		{DurabilityMajority, 32, batch.PhaseSnapshot},
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/durability=%s/concurrency=%d", c.phase, c.durability, c.concurrency), func(b *testing.B) {
 			h := newHarness(b, func(cfg *Config) { cfg.Durability, cfg.Concurrency = c.durability, c.concurrency })
 			op := ins
-			if c.phase == sinks.PhaseSnapshot {
+			if c.phase == batch.PhaseSnapshot {
 				op = snap
 			}
 			batches := make([]sinks.Batch, b.N)

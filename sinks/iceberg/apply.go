@@ -100,7 +100,7 @@ func (s *Sink) covered(ctx context.Context, tbl *table.Table, b sinks.Batch) (bo
 	// Every row of a snapshot carries the snapshot's LSN at sequence 0, so all snapshot batches of
 	// a table share one Hi: an equal position does not mean the chunk is in. Re-applying one is
 	// safe, since its keys then overlap and it takes the upsert path.
-	if c > 0 || (c == 0 && b.Phase != sinks.PhaseSnapshot) {
+	if c > 0 || (c == 0 && b.Phase != batch.PhaseSnapshot) {
 		s.log.InfoContext(ctx, "batch already committed, skipping", "table", tableName(b.Spec),
 			"position", b.Hi.String(), "committed", committed.String())
 		return true, nil
@@ -137,7 +137,7 @@ func (s *Sink) plan(ctx context.Context, tbl *table.Table, b sinks.Batch, l layo
 	anySnap := false
 	for i, op := range ops {
 		p.upsert[i] = op != batch.OpDelete
-		if b.Phase == sinks.PhaseSnapshot && op == batch.OpSnapshot {
+		if b.Phase == batch.PhaseSnapshot && op == batch.OpSnapshot {
 			snapRows[i], anySnap = true, true
 		} else {
 			p.delKey[i] = true
