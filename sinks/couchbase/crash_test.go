@@ -132,7 +132,7 @@ func killDuringApply(t *testing.T, h *harness, p crashParams, crash sinks.Batch)
 	}
 
 	l, _ := newLayout(h.spec)
-	ops, err := l.plan(crash.Record, nil)
+	ops, err := l.plan(crash.Record)
 	if err != nil {
 		t.Fatal(err)
 	}

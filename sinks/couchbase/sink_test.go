@@ -151,7 +151,7 @@ func TestDiscardSnapshot(t *testing.T) {
 	}
 	crashed := h.batch(batch.PhaseSnapshot, snap(4, "d", 4), snap(5, "e", 5))
 	l, _ := newLayout(h.spec)
-	ops, _ := l.plan(crashed.Record, nil)
+	ops, _ := l.plan(crashed.Record)
 	if _, err := h.sink.writeIndex(ctx, h.tgt, cp.IndexChunks, []string{"4", "5"}); err != nil {
 		t.Fatal(err)
 	}
