@@ -148,7 +148,7 @@ func (w *workloadPipeline) waitStreaming(tn batch.TableName) {
 			if err != nil {
 				return false, "", err
 			}
-			return st.Phase == workflows.PhaseStream && st.HasPosition,
+			return st.Phase == workflows.StateStream && st.HasPosition,
 				fmt.Sprintf("phase %s rows %d snapshot %+v error %q", st.Phase, st.Rows, st.Snapshot, st.LastError), nil
 		})
 	if err != nil {
@@ -391,7 +391,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.PhaseBackfill {
+			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.StateBackfill {
 				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -19,7 +19,7 @@ import (
 // becomes the table's position; queued batches at or below it are skipped or trimmed by
 // CommitBatch.
 func (t *table) backfill(ctx workflow.Context) error {
-	if err := t.setPhase(ctx, PhaseBackfill); err != nil {
+	if err := t.setState(ctx, StateBackfill); err != nil {
 		return err
 	}
 	t.hasPosition = false

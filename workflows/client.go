@@ -39,7 +39,7 @@ func (t Tables) startOptions(table activities.TableConfig, reuse enumspb.Workflo
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SearchPipeline.ValueSet(table.Pipeline),
 			SearchTable.ValueSet(table.Table().String()),
-			SearchPhase.ValueSet(PhaseStarting),
+			SearchPhase.ValueSet(string(StateStarting)),
 		),
 	}
 }
