@@ -44,15 +44,7 @@ func (a *Commit) EnsureTable(ctx context.Context, in TableConfig) error {
 	if _, _, err := storedPosition(ctx, sink, in); err != nil {
 		return err
 	}
-	if err := sink.EnsureTable(ctx, in.Spec); err != nil {
-		if sinks.IsPoison(err) {
-			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("table %s: sink %s cannot create or evolve target %s: %v; fix the target or the table config, then send resume",
-					in.Table(), in.Sink.Name, in.Spec.Target, err), ErrTypePoisonBatch, err)
-		}
-		return fmt.Errorf("ensuring target %s of table %s: %w", in.Spec.Target, in.Table(), err)
-	}
-	return nil
+	return sinkError(in, "creating or evolving target", sink.EnsureTable(ctx, in.Spec))
 }
 
 // LoadTableResult is where a table stands: the sink's committed position and the staged batches
@@ -106,9 +98,10 @@ type CommitBatchResult struct {
 }
 
 // CommitBatch commits one staged batch to the table's sink, idempotently by watermark: it reads
-// the committed position from the sink; a batch whose hi is covered is acknowledged and skipped;
-// a partly covered one has its rows at or below the committed position dropped; the rest is
-// applied together with hi in one atomic sink commit; then the staged file is acknowledged.
+// the committed position from the sink once and lets batch.Covered decide: a batch the position
+// covers is acknowledged and skipped; a partly covered one has its rows at or below the position
+// dropped (batch.DropCovered); the rest is applied together with hi in one atomic sink commit;
+// then the staged file is acknowledged.
 // Running it again after any crash is safe. A poison batch becomes a non-retryable PoisonBatch
 // error naming the table, the batch's range and the cause; other failures are transient.
 func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBatchResult, error) {
@@ -116,7 +109,7 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	if ref.Pipeline != in.Table.Pipeline || ref.Table != in.Table.Table() {
 		return CommitBatchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("batch %s was delivered to table %s of pipeline %s", ref, in.Table.Table(), in.Table.Pipeline),
-			"InvalidBatchRef", nil)
+			ErrTypeInvalidBatchRef, nil)
 	}
 	stop := a.heartbeat(ctx, ref.Range())
 	defer stop()
@@ -125,18 +118,18 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	if err != nil {
 		return CommitBatchResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, ref.Table, err)
 	}
-	pos, ok, covered, err := a.covered(ctx, sink, in)
+	pos, ok, cover, err := committed(ctx, sink, in)
 	if err != nil {
 		return CommitBatchResult{}, err
 	}
-	if covered {
+	if cover == batch.CoverAll {
 		if err := a.Staging.Acknowledge(ctx, ref); err != nil {
 			return CommitBatchResult{}, err
 		}
 		return CommitBatchResult{Position: pos, Skipped: true, Dropped: ref.Rows}, nil
 	}
 
-	rec, header, dropped, err := a.load(ctx, sink, in, pos, ok)
+	rec, header, dropped, err := a.load(ctx, sink, in, pos, ok, cover)
 	if errors.Is(err, errCommittedMeanwhile) {
 		return CommitBatchResult{Position: ref.Hi, Skipped: true, Dropped: ref.Rows}, nil
 	}
@@ -162,12 +155,8 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 		a.Faults.Crash(faults.CommitAckBeforeWrite, ref)
 	}
 	a.Faults.Hit(faults.CommitBeforeWrite, ref)
-	err = sink.Apply(ctx, sinks.Batch{Spec: spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi})
-	if sinks.IsPoison(err) {
-		return CommitBatchResult{}, poisonBatch(ref, pos, ok, err)
-	}
-	if err != nil {
-		return CommitBatchResult{}, fmt.Errorf("applying batch %s to table %s: %w", ref.Range(), ref.Table, err)
+	if err := sink.Apply(ctx, sinks.Batch{Spec: spec, Phase: ref.Phase, Record: rec, Lo: ref.Lo, Hi: ref.Hi}); err != nil {
+		return CommitBatchResult{}, batchError(ref, pos, ok, "applying", err)
 	}
 	a.Faults.Hit(faults.CommitAfterWrite, ref)
 	if err := a.Staging.Acknowledge(ctx, ref); err != nil {
@@ -194,47 +183,44 @@ func (a *Commit) evolve(ctx context.Context, sink sinks.Sink, in CommitBatchInpu
 	}
 	spec.Schema.Columns = h.Columns
 	if err := sink.EnsureTable(ctx, spec); err != nil {
-		if sinks.IsPoison(err) {
-			return spec, false, poisonBatch(in.Ref, pos, ok, fmt.Errorf("the source table's columns changed and the target cannot follow: %w", err))
-		}
-		return spec, false, fmt.Errorf("evolving target %s of table %s: %w", spec.Target, in.Ref.Table, err)
+		return spec, false, batchError(in.Ref, pos, ok, "evolving the target for",
+			fmt.Errorf("the source table's columns changed and target %s must follow them: %w", spec.Target, err))
 	}
 	activity.GetLogger(ctx).Info("evolved target for changed source columns", "table", in.Ref.Table.String(), "target", spec.Target)
 	return spec, true, nil
 }
 
-// covered reads the sink's position and reports whether it covers the whole batch.
-func (a *Commit) covered(ctx context.Context, sink sinks.Sink, in CommitBatchInput) (pos batch.SourcePosition, ok, covered bool, err error) {
-	pos, ok, err = sink.Position(ctx, in.Table.Spec)
+// committed reads the sink's committed position and how much of the batch it covers
+// (batch.Covered, the watermark rule). Positions of different sources are a SourceMismatch.
+func committed(ctx context.Context, sink sinks.Sink, in CommitBatchInput) (batch.SourcePosition, bool, batch.Cover, error) {
+	pos, ok, err := sink.Position(ctx, in.Table.Spec)
 	if err != nil {
-		return pos, ok, false, fmt.Errorf("reading committed position of table %s: %w", in.Ref.Table, err)
+		return pos, ok, batch.CoverNone, fmt.Errorf("reading committed position of table %s: %w", in.Ref.Table, err)
 	}
-	if !ok {
-		return pos, ok, false, nil
-	}
-	c, err := in.Ref.Hi.Compare(pos)
+	cover, err := batch.Covered(pos, ok, in.Ref.Phase, in.Ref.Lo, in.Ref.Hi)
 	if err != nil {
-		return pos, ok, false, sourceMismatch(in.Table, fmt.Errorf("batch %s: %w", in.Ref.Range(), err))
+		return pos, ok, cover, sourceMismatch(in.Table, fmt.Errorf("batch %s: %w", in.Ref.Range(), err))
 	}
-	return pos, ok, c <= 0, nil
+	return pos, ok, cover, nil
 }
 
 // errCommittedMeanwhile: the staged file is gone because a concurrent attempt committed it.
 var errCommittedMeanwhile = errors.New("batch committed by a concurrent attempt")
 
-// load reads the staged file and drops the rows the sink holds already. It returns
-// errCommittedMeanwhile when the file is gone because a concurrent attempt committed it.
-func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput, pos batch.SourcePosition, ok bool) (arrow.RecordBatch, batch.FileHeader, int64, error) {
+// load reads the staged file and, when cover is CoverPart, drops the rows the sink holds
+// already. It returns errCommittedMeanwhile when the file is gone because a concurrent attempt
+// committed it: only then is the position read a second time.
+func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput, pos batch.SourcePosition, ok bool, cover batch.Cover) (arrow.RecordBatch, batch.FileHeader, int64, error) {
 	var h batch.FileHeader
 	ref := in.Ref
 	data, err := a.Staging.ReadAll(ctx, ref)
 	if errors.Is(err, staging.ErrNotFound) {
 		// An earlier attempt that outlived its heartbeat may have committed and acknowledged it.
-		_, _, covered, cerr := a.covered(ctx, sink, in)
+		_, _, now, cerr := committed(ctx, sink, in)
 		if cerr != nil {
 			return nil, h, 0, cerr
 		}
-		if covered {
+		if now == batch.CoverAll {
 			return nil, h, 0, errCommittedMeanwhile
 		}
 		return nil, h, 0, temporal.NewNonRetryableApplicationError(
@@ -251,17 +237,14 @@ func (a *Commit) load(ctx context.Context, sink sinks.Sink, in CommitBatchInput,
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	rec, h, err := readBatchFile(mem, data, ref)
+	rec, h, err := staging.Decode(mem, data, ref)
 	if err != nil {
 		return nil, h, 0, poisonBatch(ref, pos, ok, fmt.Errorf("decoding staged file %s: %w", ref.URI, err))
 	}
-	if !ok {
+	if cover != batch.CoverPart {
 		return rec, h, 0, nil
 	}
-	if c, _ := ref.Lo.Compare(pos); c > 0 {
-		return rec, h, 0, nil
-	}
-	trimmed, dropped, err := dropCommitted(mem, rec, pos.Position)
+	trimmed, dropped, err := batch.DropCovered(mem, rec, pos.Position)
 	rec.Release()
 	if err != nil {
 		return nil, h, 0, poisonBatch(ref, pos, ok, fmt.Errorf("reading row positions of staged file %s: %w", ref.URI, err))
@@ -298,6 +281,37 @@ func (a *Commit) heartbeat(ctx context.Context, detail string) (stop func()) {
 		close(done)
 		wg.Wait()
 	}
+}
+
+// batchError turns the error of a sink call made while doing something to (or with) batch ref
+// into what CommitBatch returns: a poison error becomes the non-retryable PoisonBatch error
+// (poisonBatch); any other is wrapped, for Temporal to retry.
+func batchError(ref staging.BatchRef, pos batch.SourcePosition, ok bool, doing string, err error) error {
+	if sinks.IsPoison(err) {
+		return poisonBatch(ref, pos, ok, err)
+	}
+	return fmt.Errorf("%s batch %s of table %s: %w", doing, ref.Range(), ref.Table, err)
+}
+
+// sinkError turns the error of a sink call on table t's target into what an activity returns:
+// nil stays nil; a poison error becomes the non-retryable PoisonBatch error that stops the table
+// until the operator fixes the cause and resumes it; any other is wrapped, for Temporal to retry.
+// doing says what the call did, as in "creating target": the message adds the target's name.
+func sinkError(t TableConfig, doing string, err error) error {
+	return sinkErrorAs(t, doing, ErrTypePoisonBatch, "the table stops; fix the cause (the target or the table config), then resume the table", err)
+}
+
+// sinkErrorAs is sinkError with the error type of poison and the advice its message ends with.
+func sinkErrorAs(t TableConfig, doing, errType, advice string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if sinks.IsPoison(err) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: sink %s failed %s %s: %v; %s", t.Table(), t.Sink.Name, doing, t.Spec.Target, err, advice),
+			errType, err)
+	}
+	return fmt.Errorf("table %s: sink %s: %s %s: %w", t.Table(), t.Sink.Name, doing, t.Spec.Target, err)
 }
 
 // poisonBatch turns a poison cause into the non-retryable PoisonBatch error the table stops on.

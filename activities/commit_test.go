@@ -93,7 +93,7 @@ func stageRows(t *testing.T, st *staging.Store, lo, hi batch.SourcePosition, lsn
 	defer rec.Release()
 	buf := writeBatchFile(t, rec, lo, hi)
 	ref, err := st.Put(context.Background(), staging.BatchRef{Pipeline: "p1", Table: testSpec.Schema.Table, Lo: lo, Hi: hi,
-		Rows: int64(len(lsns)), Phase: sinks.PhaseStream}, buf)
+		Rows: int64(len(lsns)), Phase: batch.PhaseStream}, buf)
 	if err != nil {
 		t.Fatal(err)
 	}

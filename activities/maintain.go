@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/sinks"
 )
@@ -45,13 +44,9 @@ func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (MaintainRes
 
 	start := time.Now()
 	rep, err := m.Maintain(ctx, in.Spec)
-	if sinks.IsPoison(err) {
-		return MaintainResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: maintenance of target %s in sink %s failed: %v; commits go on, the next maintenance runs after the configured number of commits",
-				in.Table(), in.Spec.Target, in.Sink.Name, err), ErrTypeMaintenanceFailed, err)
-	}
-	if err != nil {
-		return MaintainResult{}, fmt.Errorf("maintaining target %s of table %s: %w", in.Spec.Target, in.Table(), err)
+	if err := sinkErrorAs(in, "maintaining target", ErrTypeMaintenanceFailed,
+		"commits go on, the next maintenance runs after the configured number of commits", err); err != nil {
+		return MaintainResult{}, err
 	}
 	res := MaintainResult{Supported: true, Report: rep, Duration: time.Since(start)}
 	res.Message = fmt.Sprintf("maintained %s in %s", in.Spec.Target, res.Duration.Round(time.Millisecond))

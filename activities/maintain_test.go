@@ -199,7 +199,7 @@ func stageChanges(t *testing.T, st *staging.Store, lo, hi batch.SourcePosition, 
 	}
 	defer rec.Release()
 	ref, err := st.Put(t.Context(), staging.BatchRef{Pipeline: "p1", Table: testSpec.Schema.Table, Lo: lo, Hi: hi,
-		Rows: int64(len(changes)), Phase: sinks.PhaseStream}, writeBatchFile(t, rec, lo, hi))
+		Rows: int64(len(changes)), Phase: batch.PhaseStream}, writeBatchFile(t, rec, lo, hi))
 	if err != nil {
 		t.Fatal(err)
 	}

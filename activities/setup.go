@@ -67,7 +67,7 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 // idempotent and heartbeats once per table.
 func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) error {
 	for i, t := range tables {
-		if err := a.Tables.EnsureTable(ctx, t); err != nil {
+		if err := a.Tables.EnsureTableWorkflow(ctx, t); err != nil {
 			return fmt.Errorf("ensuring workflow of table %s: %w", t.Table(), err)
 		}
 		activity.RecordHeartbeat(ctx, i)

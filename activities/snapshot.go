@@ -72,13 +72,8 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, in.Table.Table(), err)
 	}
-	if err := sink.EnsureTable(ctx, in.Table.Spec); err != nil {
-		if sinks.IsPoison(err) {
-			return SnapshotInfo{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("table %s: sink %s cannot create %s: %v", in.Table.Table(), in.Table.Sink.Name, in.Table.Spec.Target, err),
-				ErrTypePoisonBatch, err)
-		}
-		return SnapshotInfo{}, fmt.Errorf("creating target %s of table %s: %w", in.Table.Spec.Target, in.Table.Table(), err)
+	if err := sinkError(in.Table, "creating target", sink.EnsureTable(ctx, in.Table.Spec)); err != nil {
+		return SnapshotInfo{}, err
 	}
 	snap, err := source.OpenSnapshot(ctx, cfg)
 	if err != nil {
@@ -226,19 +221,11 @@ func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.Rec
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", t.Sink.Name, t.Table(), err)
 	}
-	err = sink.Apply(ctx, sinks.Batch{Spec: t.Spec, Phase: sinks.PhaseSnapshot, Record: rec, Lo: hi, Hi: hi})
-	if err == nil {
-		return nil
-	}
-	if sinks.IsPoison(err) {
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: sink %s cannot write snapshot rows into %s: %v; fix the cause, then resume the table",
-				t.Table(), t.Sink.Name, t.Spec.Target, err), ErrTypePoisonBatch, err)
-	}
-	return fmt.Errorf("applying snapshot rows of table %s: %w", t.Table(), err)
+	err = sink.Apply(ctx, sinks.Batch{Spec: t.Spec, Phase: batch.PhaseSnapshot, Record: rec, Lo: hi, Hi: hi})
+	return sinkError(t, "writing snapshot rows into", err)
 }
 
-// held returns the snapshot this worker holds under name, or a SnapshotLost error.
+// held returns the snapshot this worker holds under name, or a SnapshotSessionLost error.
 func (a *Snapshot) held(name string, table batch.TableName) (*heldSnapshot, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -246,7 +233,7 @@ func (a *Snapshot) held(name string, table batch.TableName) (*heldSnapshot, erro
 	if !ok || h.table != table {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("table %s: this worker does not hold snapshot %s (the worker that exported it is gone); the run re-snapshots", table, name),
-			ErrTypeSnapshotLost, nil)
+			ErrTypeSnapshotSessionLost, nil)
 	}
 	return h, nil
 }
@@ -278,15 +265,7 @@ func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
-	if err := sink.DiscardSnapshot(ctx, in.Spec); err != nil {
-		if sinks.IsPoison(err) {
-			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("table %s: sink %s cannot discard the partial snapshot in %s: %v", in.Table(), in.Sink.Name, in.Spec.Target, err),
-				ErrTypePoisonBatch, err)
-		}
-		return fmt.Errorf("discarding partial snapshot of table %s: %w", in.Table(), err)
-	}
-	return nil
+	return sinkError(in, "discarding the partial snapshot in", sink.DiscardSnapshot(ctx, in.Spec))
 }
 
 // keyIndexes returns the positions of the key columns in schema.

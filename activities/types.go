@@ -28,9 +28,14 @@ const (
 	// table or key, an unsupported column type, privileges). Fix the source or the config, then
 	// restart the pipeline.
 	ErrTypeSourceSetup = "SourceSetup"
-	// ErrTypeSnapshotLost: a snapshot activity ran on a worker that does not hold the table's
-	// exported snapshot (the worker restarted). The workflow run fails and re-snapshots.
-	ErrTypeSnapshotLost = "SnapshotLost"
+	// ErrTypeSnapshotSessionLost: the worker holding the table's exported snapshot is gone (it
+	// restarted, or the session to it was lost). A snapshot activity that lands on a worker not
+	// holding the snapshot returns it non-retryable; the TableWorkflow then fails its run with
+	// the same type, retryably, and the next run discards the partial snapshot and starts again.
+	ErrTypeSnapshotSessionLost = "SnapshotSessionLost"
+	// ErrTypeInvalidBatchRef: CommitBatch was given a batch of another pipeline or table than
+	// the one it commits to; a bug in the caller, never retried.
+	ErrTypeInvalidBatchRef = "InvalidBatchRef"
 	// ErrTypeMaintenanceFailed: the sink's table maintenance hit a failure retrying cannot fix.
 	// The table goes on committing; the workflow reports it in its status.
 	ErrTypeMaintenanceFailed = "MaintenanceFailed"
@@ -69,9 +74,10 @@ type SinkProvider interface {
 // workflows implements it with signal-with-start on the table's deterministic workflow ID. Both
 // methods are idempotent and safe for concurrent use.
 type TableStarter interface {
-	// EnsureTable starts the table's workflow when it is not running. A table whose last run
-	// failed (a poison batch) is left stopped: it is the operator's to resume.
-	EnsureTable(ctx context.Context, table TableConfig) error
+	// EnsureTableWorkflow starts the table's workflow when it is not running. A table whose
+	// last run failed (a poison batch) is left stopped: it is the operator's to resume. (Not
+	// sinks.Sink's EnsureTable, which creates the table's target.)
+	EnsureTableWorkflow(ctx context.Context, table TableConfig) error
 	// SignalBatch delivers ref to the table's workflow, starting the workflow when it is not
 	// running (but not restarting a failed one, whose next run reloads ref from staging).
 	SignalBatch(ctx context.Context, table TableConfig, ref staging.BatchRef) error

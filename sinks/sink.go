@@ -8,14 +8,11 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// Phase is the phase of a table's pipeline a batch belongs to.
-type Phase string
-
-// The phases of a table.
-const (
-	PhaseSnapshot Phase = "snapshot"
-	PhaseStream   Phase = "stream"
-)
+// Phase is batch.Phase, the phase a batch belongs to (snapshot or stream).
+//
+// Deprecated: use batch.Phase. The alias remains only until the reader's staging code, being
+// moved out of package activities, stops converting to it; it is not a type of its own.
+type Phase = batch.Phase
 
 // MetadataColumn materializes one context column (__op, __pos, __commit_ts, __ingest_ts,
 // __snapshot, __phase, named without the underscores in From) under the name As.
@@ -36,7 +33,7 @@ type TableSpec struct {
 // once, and rows whose __op is delete carry the key (other columns null).
 type Batch struct {
 	Spec   TableSpec
-	Phase  Phase
+	Phase  batch.Phase
 	Record arrow.RecordBatch
 	Lo, Hi batch.SourcePosition // the batch's watermark; Hi is committed with the data
 }
@@ -45,6 +42,27 @@ type Batch struct {
 // calls for one table are never concurrent (the table's workflow commits one batch at a time).
 // Every method honours ctx cancellation and returns errors classified with Poison (stop) or left
 // unmarked (transient, retried).
+//
+// Guards: between the caller's reading of Position and Apply's write, another attempt of the same
+// batch or of a later one may commit (an activity attempt that outlived its heartbeat timeout runs
+// on while its retry commits). A guard is the check, inside Apply and on the position the write
+// is made atomic with, that keeps such a stale Apply from moving the position back or overwriting
+// newer rows. A guard never re-implements the rule: it calls batch.Covered, and skips the batch
+// when the answer is batch.CoverAll. The built-in sinks and why each needs one:
+//
+//   - Iceberg: its commit is optimistic, pinned to the branch head of the table Apply loaded; the
+//     guard re-checks the position of that loaded table, so check and commit are one atomic step
+//     and a replay never moves the position back.
+//   - ClickHouse: a commit is one insert with no compare-and-swap, and among rows of equal
+//     version (a transaction cut into several batches) the last insert wins; the guard reads the
+//     position before the insert, so a replayed earlier batch does not overwrite a later one's
+//     rows.
+//   - Couchbase: documents are written before the checkpoint, which is written by compare-and-
+//     swap; the guard decides from the checkpoint read for that swap, and also trims a partly
+//     covered batch (batch.DropCovered), since documents carry no version that could reject an
+//     older write.
+//
+// A sink whose commit rejects a stale write by itself needs none.
 type Sink interface {
 	// EnsureTable creates the target table for spec when it does not exist, and evolves it for
 	// added columns. A change it cannot apply (a type change, a dropped key column) is poison.
@@ -57,8 +75,12 @@ type Sink interface {
 
 	// Apply writes b's rows (upserts and deletes by key) and b.Hi as the committed position in one
 	// atomic destination commit: after a crash either both are visible or neither. Writes are
-	// idempotent by key: re-applying a batch leaves the same visible rows. The caller (CommitBatch)
-	// skips batches already covered by Position and trims partly covered ones.
+	// idempotent by key: re-applying a batch leaves the same visible rows. The watermark rule is
+	// the caller's: CommitBatch reads Position once and asks batch.Covered, skips a covered batch
+	// and trims a partly covered one (batch.DropCovered) before calling Apply. A sink whose
+	// atomicity leaves a replay a way to undo a later commit keeps a guard (see Sink). The
+	// backfill's snapshot chunks and snapshot end reach Apply without the caller's check; for
+	// them only the guard applies the rule.
 	//
 	// Two special cases serve the backfill. A batch whose Hi position is zero (a snapshot chunk)
 	// writes its rows and leaves the committed position as it was, so a table shows a position

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/sinks"
 )
 
 // BatchRef names one staged batch. It is what travels in workflow signals and activity inputs:
@@ -19,7 +18,7 @@ type BatchRef struct {
 	Rows     int64                `json:"rows"`  // rows in the file (0 when not known)
 	Bytes    int64                `json:"bytes"` // size of the file
 	URI      string               `json:"uri"`   // the file in the staging store, set by Store.Put
-	Phase    sinks.Phase          `json:"phase"` // snapshot or stream
+	Phase    batch.Phase          `json:"phase"` // snapshot or stream
 	// FirstCommit is the source commit time of the batch's first change (zero for snapshot
 	// batches): how old the oldest change a table has not committed yet is, for lag in seconds.
 	FirstCommit time.Time `json:"first_commit,omitzero"`
@@ -53,9 +52,9 @@ func (r BatchRef) Validate() error {
 		errs = append(errs, errors.New("source has no system id or slot"))
 	}
 	switch r.Phase {
-	case sinks.PhaseSnapshot, sinks.PhaseStream:
+	case batch.PhaseSnapshot, batch.PhaseStream:
 	default:
-		errs = append(errs, fmt.Errorf("phase %q is neither %q nor %q", r.Phase, sinks.PhaseSnapshot, sinks.PhaseStream))
+		errs = append(errs, fmt.Errorf("phase %q is neither %q nor %q", r.Phase, batch.PhaseSnapshot, batch.PhaseStream))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("batch ref %s: %w", r, err)

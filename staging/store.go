@@ -21,7 +21,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // Metadata keys stored with each object, so a listing can rebuild a complete BatchRef.
@@ -236,7 +236,7 @@ func (s *Store) refFromListing(ctx context.Context, obj *blob.ListObject, withAt
 	}
 	ref.URI = s.base + obj.Key
 	ref.Bytes = obj.Size
-	ref.Phase = sinks.PhaseStream
+	ref.Phase = batch.PhaseStream
 	if !withAttrs {
 		return ref, nil
 	}
@@ -250,7 +250,7 @@ func (s *Store) refFromListing(ctx context.Context, obj *blob.ListObject, withAt
 		}
 	}
 	if v := attrs.Metadata[metaPhase]; v != "" {
-		ref.Phase = sinks.Phase(v)
+		ref.Phase = batch.Phase(v)
 	}
 	return ref, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/sinks"
 )
 
 var testSource = batch.SourceID{SystemID: "7312345678901234567", Timeline: 1, Slot: "sluice_p1"}
@@ -27,7 +26,7 @@ func ref(table string, lo, hi uint64) BatchRef {
 		Lo:       sp(lo, 0),
 		Hi:       sp(hi, 3),
 		Rows:     int64(hi - lo),
-		Phase:    sinks.PhaseStream,
+		Phase:    batch.PhaseStream,
 	}
 }
 

@@ -85,7 +85,7 @@ func startCmd(a *app) *cobra.Command {
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 				TypedSearchAttributes: temporal.NewSearchAttributes(
-					workflows.SearchPipeline.ValueSet(a.cfg.Pipeline), workflows.SearchPhase.ValueSet(workflows.PhaseStarting)),
+					workflows.SearchPipeline.ValueSet(a.cfg.Pipeline), workflows.SearchPhase.ValueSet(string(workflows.StateStarting))),
 			}, workflows.SourceWorkflowType, in)
 			if err != nil {
 				return fmt.Errorf("starting pipeline %s: %w", a.cfg.Pipeline, err)

@@ -133,9 +133,9 @@ func phaseOf(r tableRow) string {
 		return "-"
 	}
 	if r.Status.Paused {
-		return r.Status.Phase + " (paused)"
+		return string(r.Status.Phase) + " (paused)"
 	}
-	return r.Status.Phase
+	return string(r.Status.Phase)
 }
 
 func positionOf(r tableRow) string {

@@ -282,7 +282,7 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 					if err != nil {
 						return false, "", err
 					}
-					return st.Phase == workflows.PhaseStream && st.QueueLength == 0 && st.LastError == "",
+					return st.Phase == workflows.StateStream && st.QueueLength == 0 && st.LastError == "",
 						fmt.Sprintf("phase %s queue %d error %q", st.Phase, st.QueueLength, st.LastError), nil
 				})
 			if err != nil {
@@ -393,7 +393,7 @@ func temporalRestartMidStream(t *testing.T, sk sinkKind) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Phase != workflows.PhaseStream || st.LastError != "" {
+	if st.Phase != workflows.StateStream || st.LastError != "" {
 		t.Errorf("table after the restart: phase %s, last error %q", st.Phase, st.LastError)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -147,7 +148,7 @@ func (w *workloadPipeline) waitStreaming(tn batch.TableName) {
 			if err != nil {
 				return false, "", err
 			}
-			return st.Phase == workflows.PhaseStream && st.HasPosition,
+			return st.Phase == workflows.StateStream && st.HasPosition,
 				fmt.Sprintf("phase %s rows %d snapshot %+v error %q", st.Phase, st.Rows, st.Snapshot, st.LastError), nil
 		})
 	if err != nil {
@@ -390,7 +391,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.PhaseBackfill {
+			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.StateBackfill {
 				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -443,8 +444,8 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(failure, workflows.ErrTypeSnapshotSessionLost+":") {
-				t.Fatalf("the run holding the killed snapshot ended with %q, want %s", failure, workflows.ErrTypeSnapshotSessionLost)
+			if !strings.HasPrefix(failure, activities.ErrTypeSnapshotSessionLost+":") {
+				t.Fatalf("the run holding the killed snapshot ended with %q, want %s", failure, activities.ErrTypeSnapshotSessionLost)
 			}
 			w.started = killedAt
 			w.waitStreaming(tn)

@@ -13,17 +13,13 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// ErrTypeSnapshotSessionLost is the (retryable) failure type of a run whose snapshot session was
-// lost: the run fails, and the next run discards the partial snapshot and starts again.
-const ErrTypeSnapshotSessionLost = "SnapshotSessionLost"
-
 // backfill copies the table under an exported snapshot: DiscardSnapshot first (whatever a lost
 // earlier attempt left is never trusted), then BeginSnapshot, CopyChunk until done and
 // EndSnapshot in one session pinned to the worker holding the snapshot. The snapshot's position
 // becomes the table's position; queued batches at or below it are skipped or trimmed by
 // CommitBatch.
 func (t *table) backfill(ctx workflow.Context) error {
-	if err := t.setPhase(ctx, PhaseBackfill); err != nil {
+	if err := t.setState(ctx, StateBackfill); err != nil {
 		return err
 	}
 	t.hasPosition = false
@@ -45,7 +41,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 	})
 	if err != nil {
 		return temporal.NewApplicationError(fmt.Sprintf("table %s: creating the snapshot session: %v", t.in.Table(), err),
-			ErrTypeSnapshotSessionLost, err)
+			activities.ErrTypeSnapshotSessionLost, err)
 	}
 	defer workflow.CompleteSession(sctx)
 	sctx = workflow.WithActivityOptions(sctx, workflow.ActivityOptions{
@@ -92,7 +88,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 // next run re-snapshots from a clean table.
 func (t *table) sessionError(sctx workflow.Context, step string, err error) error {
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.NonRetryable() && appErr.Type() != activities.ErrTypeSnapshotLost {
+	if errors.As(err, &appErr) && appErr.NonRetryable() && appErr.Type() != activities.ErrTypeSnapshotSessionLost {
 		return err
 	}
 	state := "running"
@@ -105,7 +101,7 @@ func (t *table) sessionError(sctx workflow.Context, step string, err error) erro
 	return temporal.NewApplicationError(
 		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the run fails, the next run discards the partial snapshot and starts again",
 			t.in.Table(), step, state, t.snapshot.Rows, t.snapshot.EstimatedRows, err),
-		ErrTypeSnapshotSessionLost, err)
+		activities.ErrTypeSnapshotSessionLost, err)
 }
 
 // refreshSchema reads the source table's current columns before a backfill and, when they

@@ -39,7 +39,7 @@ func (t Tables) startOptions(table activities.TableConfig, reuse enumspb.Workflo
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SearchPipeline.ValueSet(table.Pipeline),
 			SearchTable.ValueSet(table.Table().String()),
-			SearchPhase.ValueSet(PhaseStarting),
+			SearchPhase.ValueSet(string(StateStarting)),
 		),
 	}
 }
@@ -60,9 +60,9 @@ func (t Tables) failedTable(ctx context.Context, id string) (bool, error) {
 	return st == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED || st == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, nil
 }
 
-// EnsureTable starts the table's workflow when none runs. A table whose last run failed (a
-// poison batch) stays stopped: resuming it is the operator's decision.
-func (t Tables) EnsureTable(ctx context.Context, table activities.TableConfig) error {
+// EnsureTableWorkflow starts the table's workflow when none runs. A table whose last run failed
+// (a poison batch) stays stopped: resuming it is the operator's decision.
+func (t Tables) EnsureTableWorkflow(ctx context.Context, table activities.TableConfig) error {
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
 	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
 		return err

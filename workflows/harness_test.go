@@ -40,7 +40,7 @@ var testColumns = []batch.Column{{Name: "id", TypeOID: 20, TypeName: "bigint", T
 func ref(lo, hi uint64) staging.BatchRef {
 	return staging.BatchRef{
 		Pipeline: "p1", Table: testTable.Table(), Lo: sp(lo), Hi: sp(hi), Rows: int64(hi - lo + 1),
-		URI: fmt.Sprintf("file:///staging/p1/shop.orders/%d-%d.arrow", lo, hi), Phase: sinks.PhaseStream,
+		URI: fmt.Sprintf("file:///staging/p1/shop.orders/%d-%d.arrow", lo, hi), Phase: batch.PhaseStream,
 	}
 }
 

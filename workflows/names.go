@@ -45,14 +45,20 @@ var (
 	SearchPhase    = temporal.NewSearchAttributeKeyKeyword("SluicePhase")
 )
 
-// Phases of a table, as the status query and the SluicePhase search attribute show them.
+// State is where a table's or a pipeline's workflow stands. The status query shows it as
+// "phase" and the SluicePhase search attribute holds it (names operators query by, so they
+// stay). It is not a batch's phase (batch.Phase: snapshot or stream): a table in StateBackfill
+// applies snapshot-phase rows, one in StateStream commits stream-phase batches.
+type State string
+
+// The states of a TableWorkflow, and StateStarting and StateRunning of a SourceWorkflow.
 const (
-	PhaseStarting = "starting"
-	PhaseBackfill = "backfill"
-	PhaseStream   = "stream"
-	PhasePaused   = "paused"
-	PhaseFailed   = "failed"
-	PhaseRunning  = "running" // SourceWorkflow: the reader runs
+	StateStarting State = "starting"
+	StateBackfill State = "backfill"
+	StateStream   State = "stream"
+	StatePaused   State = "paused"
+	StateFailed   State = "failed"
+	StateRunning  State = "running" // SourceWorkflow: the reader runs
 )
 
 // SourceWorkflowID is the ID of a pipeline's SourceWorkflow: sluice/<pipeline>/source.

@@ -35,7 +35,7 @@ type SourceInput struct {
 // SourceStatus is the answer to the status query of a SourceWorkflow.
 type SourceStatus struct {
 	Pipeline string                      `json:"pipeline"`
-	Phase    string                      `json:"phase"`
+	Phase    State                       `json:"phase"`
 	Source   batch.SourceID              `json:"source"`
 	Runs     int                         `json:"runs"`
 	LastRead activities.ReadStreamResult `json:"last_read"`
@@ -48,12 +48,12 @@ type SourceStatus struct {
 // confirms the slot only up to the minimum safe position. When the reader's run ends it
 // continues as new; every run sets up again (idempotent), which picks up schema changes.
 func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
-	st := SourceStatus{Pipeline: in.Pipeline, Phase: PhaseStarting, Runs: in.Runs}
+	st := SourceStatus{Pipeline: in.Pipeline, Phase: StateStarting, Runs: in.Runs}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SourceStatus, error) { return st, nil }); err != nil {
 		return fmt.Errorf("registering status query: %w", err)
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		SearchPipeline.ValueSet(in.Pipeline), SearchPhase.ValueSet(PhaseStarting)); err != nil {
+		SearchPipeline.ValueSet(in.Pipeline), SearchPhase.ValueSet(string(StateStarting))); err != nil {
 		return fmt.Errorf("upserting search attributes of pipeline %s: %w", in.Pipeline, err)
 	}
 
@@ -76,8 +76,8 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	if runFor <= 0 {
 		runFor = time.Hour
 	}
-	st.Phase = PhaseRunning
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(PhaseRunning)); err != nil {
+	st.Phase = StateRunning
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(string(StateRunning))); err != nil {
 		return fmt.Errorf("upserting search attributes of pipeline %s: %w", in.Pipeline, err)
 	}
 	rctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

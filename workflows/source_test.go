@@ -69,7 +69,7 @@ func TestSourceWorkflowSetsUpReadsAndContinuesAsNew(t *testing.T) {
 	if !equalStrings(calls, []string{"SetupSource", "EnsureTableWorkflows", "ReadStream"}) {
 		t.Fatalf("calls %v", calls)
 	}
-	if running.Phase != PhaseRunning || running.Source != testSource {
+	if running.Phase != StateRunning || running.Source != testSource {
 		t.Fatalf("status while reading %+v", running)
 	}
 }

@@ -24,7 +24,7 @@ var (
 type table struct {
 	in          TableInput
 	opts        TableOptions
-	phase       string
+	state       State
 	position    batch.SourcePosition
 	hasPosition bool
 	queue       []staging.BatchRef
@@ -61,7 +61,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		SearchPipeline.ValueSet(in.Pipeline), SearchTable.ValueSet(in.Table().String())); err != nil {
 		return fmt.Errorf("upserting search attributes of table %s: %w", in.Table(), err)
 	}
-	if err := t.setPhase(ctx, PhaseStarting); err != nil {
+	if err := t.setState(ctx, StateStarting); err != nil {
 		return err
 	}
 	signals := newTableSignals(ctx, t)
@@ -75,7 +75,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		return t.fail(ctx, err)
 	}
 	for {
-		if err := t.setPhase(ctx, t.streamPhase()); err != nil {
+		if err := t.setState(ctx, t.streamState()); err != nil {
 			return err
 		}
 		if err := workflow.Await(ctx, func() bool {
@@ -108,11 +108,11 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 	}
 }
 
-func (t *table) streamPhase() string {
+func (t *table) streamState() State {
 	if t.paused {
-		return PhasePaused
+		return StatePaused
 	}
-	return PhaseStream
+	return StateStream
 }
 
 // load reads where the table stands (sink position, staged batches), ensures its target and
@@ -206,21 +206,21 @@ func (t *table) fail(ctx workflow.Context, err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		t.lastError = appErr.Message()
-		_ = t.setPhase(ctx, PhaseFailed)
+		_ = t.setState(ctx, StateFailed)
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), appErr.Type(), nil)
 	}
 	t.lastError = err.Error()
-	_ = t.setPhase(ctx, PhaseFailed)
+	_ = t.setState(ctx, StateFailed)
 	return err
 }
 
-// setPhase records the phase and upserts the SluicePhase search attribute when it changed.
-func (t *table) setPhase(ctx workflow.Context, phase string) error {
-	if phase == t.phase {
+// setState records the state and upserts the SluicePhase search attribute when it changed.
+func (t *table) setState(ctx workflow.Context, state State) error {
+	if state == t.state {
 		return nil
 	}
-	t.phase = phase
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(phase)); err != nil {
+	t.state = state
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upserting search attributes of table %s: %w", t.in.Table(), err)
 	}
 	return nil
@@ -229,7 +229,7 @@ func (t *table) setPhase(ctx workflow.Context, phase string) error {
 // status answers the status query.
 func (t *table) status() (TableStatus, error) {
 	return TableStatus{
-		Pipeline: t.in.Pipeline, Table: t.in.Table().String(), Phase: t.phase,
+		Pipeline: t.in.Pipeline, Table: t.in.Table().String(), Phase: t.state,
 		Position: t.position, HasPosition: t.hasPosition, Rows: t.rows, Batches: t.batches,
 		QueueLength: len(t.queue), LagBytes: lagBytes(t.queue, t.position), OldestQueuedCommit: oldestCommit(t.queue), Paused: t.paused,
 		LastError: t.lastError, Snapshot: t.snapshot, LastMaintenance: t.lastMaintenance,

@@ -135,7 +135,7 @@ func TestTableWorkflowFailingMaintenanceDoesNotStopCommits(t *testing.T) {
 				t.Errorf("MaintainTable ran %d times, want %d (3 maintenances of %d attempts)", n, 3*tt.wantAttempts, tt.wantAttempts)
 			}
 			lm := st.LastMaintenance
-			if st.Phase != PhaseStream || lm == nil || lm.Result != nil || !strings.Contains(lm.Error, tt.wantInError) {
+			if st.Phase != StateStream || lm == nil || lm.Result != nil || !strings.Contains(lm.Error, tt.wantInError) {
 				t.Fatalf("status phase %s, last_maintenance %+v: want phase stream and the failure's cause", st.Phase, lm)
 			}
 			if st.LastError != "" {

@@ -9,6 +9,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/activities"
 )
 
 // finish runs the workflow, canceling it at stopAt (0: it must end by itself), and returns its
@@ -52,7 +54,7 @@ func TestTableWorkflowCommitsInPositionOrder(t *testing.T) {
 	if want := []string{"10..99", "100..199", "200..299", "300..399", "400..499"}; !equalStrings(applied, want) {
 		t.Fatalf("applied %v, want %v", applied, want)
 	}
-	if pos != sp(499) || st.Position != sp(499) || st.Phase != PhaseStream || st.QueueLength != 0 || st.Batches != 5 {
+	if pos != sp(499) || st.Position != sp(499) || st.Phase != StateStream || st.QueueLength != 0 || st.Batches != 5 {
 		t.Fatalf("sink at %s, status %+v; want both at 0/1F3, phase stream, empty queue, 5 batches", pos, st)
 	}
 }
@@ -116,7 +118,7 @@ func TestTableWorkflowPoisonBatchStopsTheTable(t *testing.T) {
 		t.Fatal("the poison batch was acknowledged: its staged file is gone")
 	}
 	st := queryStatus(t, env)
-	if st.Phase != PhaseFailed || st.Position != a.Hi || !strings.Contains(st.LastError, "discount") {
+	if st.Phase != StateFailed || st.Position != a.Hi || !strings.Contains(st.LastError, "discount") {
 		t.Fatalf("status %+v: want phase failed, position %s, the cause as last error", st, a.Hi)
 	}
 }
@@ -193,10 +195,10 @@ func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 
 	err := finish(t, env, TableInput{TableConfig: testTable}, 0)
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeSnapshotSessionLost || appErr.NonRetryable() {
-		t.Fatalf("first run ended with %v, want a retryable %s failure", err, ErrTypeSnapshotSessionLost)
+	if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeSnapshotSessionLost || appErr.NonRetryable() {
+		t.Fatalf("first run ended with %v, want a retryable %s failure", err, activities.ErrTypeSnapshotSessionLost)
 	}
-	if during.Phase != PhaseBackfill || during.Snapshot == nil || during.Snapshot.Rows != 100 || during.Snapshot.EstimatedRows != 300 {
+	if during.Phase != StateBackfill || during.Snapshot == nil || during.Snapshot.Rows != 100 || during.Snapshot.EstimatedRows != 300 {
 		t.Fatalf("status during the backfill %+v: want phase backfill, 100 of ~300 rows", during)
 	}
 	applied, _, _ := w.snapshotOf()
@@ -233,7 +235,7 @@ func TestTableWorkflowPauseAndResume(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		st := queryStatus(t, env)
 		applied, _, _ := w.snapshotOf()
-		if st.Phase != PhasePaused || !st.Paused || st.QueueLength != 2 || len(applied) != 0 {
+		if st.Phase != StatePaused || !st.Paused || st.QueueLength != 2 || len(applied) != 0 {
 			t.Errorf("while paused: status %+v, applied %v; want phase paused, 2 queued, nothing applied", st, applied)
 		}
 		if st.LagBytes != 29-5 {
@@ -248,7 +250,7 @@ func TestTableWorkflowPauseAndResume(t *testing.T) {
 		t.Fatalf("workflow ended with %v", err)
 	}
 	applied, _, _ := w.snapshotOf()
-	if !equalStrings(applied, []string{"10..19", "20..29"}) || after.Phase != PhaseStream || after.QueueLength != 0 {
+	if !equalStrings(applied, []string{"10..19", "20..29"}) || after.Phase != StateStream || after.QueueLength != 0 {
 		t.Fatalf("after resume: applied %v, status %+v", applied, after)
 	}
 }

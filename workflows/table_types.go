@@ -92,7 +92,7 @@ type SnapshotProgress struct {
 type TableStatus struct {
 	Pipeline    string               `json:"pipeline"`
 	Table       string               `json:"table"`
-	Phase       string               `json:"phase"`
+	Phase       State                `json:"phase"`
 	Position    batch.SourcePosition `json:"position"`
 	HasPosition bool                 `json:"has_position"`
 	Rows        int64                `json:"rows"`

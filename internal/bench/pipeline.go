@@ -155,7 +155,7 @@ func (p *Pipeline) WaitStream(ctx context.Context, table batch.TableName, since 
 			if err != nil {
 				return false, "", err
 			}
-			return st.Phase == workflows.PhaseStream && st.HasPosition,
+			return st.Phase == workflows.StateStream && st.HasPosition,
 				fmt.Sprintf("phase %s rows %d error %q", st.Phase, st.Rows, st.LastError), nil
 		})
 }

@@ -23,9 +23,10 @@ var asyncInsertSince = Version{Major: 21, Minor: 11}
 // LSN, plus, when b.Hi is set, one marker row carrying b.Hi. One block becomes one part, and a
 // part appears whole or not at all, so the rows and the position commit together. Snapshot
 // chunks (zero Hi) write rows only; an empty record with a Hi (the end of a snapshot) writes the
-// marker only. A batch whose Hi the table already holds is skipped (a snapshot batch only when
-// the table holds a later position), so a replay cannot move the position back or re-insert rows
-// at versions a later commit has superseded.
+// marker only. Its guard (see sinks.Sink) reads the position and skips a batch the table holds
+// (batch.Covered says CoverAll): rows of one transaction cut into several batches share a
+// version, and among equal versions the last insert wins, so a replayed earlier batch would
+// overwrite the later one's rows.
 func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	l, ok, err := s.layoutOf(ctx, b.Spec)
 	if err != nil {
@@ -35,24 +36,11 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 		return sinks.Poisonf("table %s: clickhouse table %s does not exist (dropped while the pipeline ran?); "+
 			"resume the table so it is created again", b.Spec.Schema.Table, b.Spec.Target)
 	}
+	// A snapshot chunk (zero Hi) moves no position: nothing to guard, no position to read.
 	marker := !b.Hi.Position.IsZero()
 	if marker {
-		pos, has, err := s.position(ctx, l.tableRef)
-		if err != nil {
+		if done, err := s.guard(ctx, l, b); done || err != nil {
 			return err
-		}
-		if has {
-			cmp, err := b.Hi.Compare(pos)
-			if err != nil {
-				return sinks.Poisonf("table %s: batch up to %s does not belong to the source of the committed position %s; "+
-					"resync the table", l.source, b.Hi, pos)
-			}
-			// Snapshot rows all carry the snapshot's LSN, so snapshot batches may share one Hi:
-			// an equal position does not mean such a batch is in, and re-applying it is harmless.
-			if cmp < 0 || (cmp == 0 && b.Phase != sinks.PhaseSnapshot) {
-				s.log.DebugContext(ctx, "batch already committed", "table", l.source, "position", pos.String(), "hi", b.Hi.String())
-				return nil
-			}
 		}
 	}
 	rec := b.Record
@@ -81,6 +69,25 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	s.log.DebugContext(ctx, "committed batch", "table", l.source, "rows", rec.NumRows(), "hi", b.Hi.String(),
 		"phase", string(b.Phase), "took", time.Since(start))
 	return nil
+}
+
+// guard reports whether the table already holds all of b (batch.Covered says CoverAll). A
+// committed position of another source is poison.
+func (s *Sink) guard(ctx context.Context, l *layout, b sinks.Batch) (bool, error) {
+	pos, has, err := s.position(ctx, l.tableRef)
+	if err != nil {
+		return false, err
+	}
+	cover, err := batch.Covered(pos, has, b.Phase, b.Lo, b.Hi)
+	if err != nil {
+		return false, sinks.Poisonf("table %s: batch up to %s does not belong to the source of the committed position %s; "+
+			"resync the table", l.source, b.Hi, pos)
+	}
+	if cover == batch.CoverAll {
+		s.log.DebugContext(ctx, "batch already committed", "table", l.source, "position", pos.String(), "hi", b.Hi.String())
+		return true, nil
+	}
+	return false, nil
 }
 
 // insert sends the columns as one block. max_insert_block_size above the block's rows keeps the

@@ -125,7 +125,7 @@ func newHarness(t *testing.T, addr string) *harness {
 
 // batch builds the next batch of changes as the pipeline does: positions, collapse, record.
 // Snapshot batches carry a zero Hi (rows only), as backfill chunks do.
-func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch {
+func (h *harness) batch(phase batch.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
 	if h.sameTxn {
 		h.sameTxn = false
@@ -163,7 +163,7 @@ func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch 
 	b := sinks.Batch{Spec: h.spec, Phase: phase, Record: rec,
 		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: first}},
 		Hi: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: max(h.seq, 1) - 1}}}
-	if phase == sinks.PhaseSnapshot {
+	if phase == batch.PhaseSnapshot {
 		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
 	}
 	return b
@@ -172,7 +172,7 @@ func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch 
 // apply builds and applies a stream batch of changes.
 func (h *harness) apply(changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
-	b := h.batch(sinks.PhaseStream, changes...)
+	b := h.batch(batch.PhaseStream, changes...)
 	if err := h.sink.Apply(h.t.Context(), b); err != nil {
 		h.t.Fatalf("Apply: %v", err)
 	}

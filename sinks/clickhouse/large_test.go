@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/sinks"
 )
 
 // TestLargeBatchIsOnePart inserts batches far larger than the server's default
@@ -26,7 +25,7 @@ func TestLargeBatchIsOnePart(t *testing.T) {
 		for i := range cs {
 			cs[i] = ins(int64(round*n+i), "bulk", i%1000)
 		}
-		b := h.batch(sinks.PhaseStream, cs...)
+		b := h.batch(batch.PhaseStream, cs...)
 		start := time.Now()
 		if err := h.sink.Apply(t.Context(), b); err != nil {
 			t.Fatalf("Apply: %v", err)

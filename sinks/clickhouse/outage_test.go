@@ -168,7 +168,7 @@ func TestServerOutage(t *testing.T) {
 
 	// The stream goes on: the next batch is retried until it commits, as CommitBatch's retry
 	// policy would.
-	b := h.batch(sinks.PhaseStream, upd(1, "during", 100), del(2), ins(10, "new", 10))
+	b := h.batch(batch.PhaseStream, upd(1, "during", 100), del(2), ins(10, "new", 10))
 	attempts, backoff := 0, 200*time.Millisecond
 	for {
 		attempts++
@@ -222,7 +222,7 @@ func TestCrashMidInsertIsAtomic(t *testing.T) {
 		return cs
 	}
 	// Time one insert of the same size to aim the kill into the middle of the next ones.
-	timing := h.batch(sinks.PhaseStream, big("timing")...)
+	timing := h.batch(batch.PhaseStream, big("timing")...)
 	start := time.Now()
 	if err := h.sink.Apply(t.Context(), timing); err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestCrashMidInsertIsAtomic(t *testing.T) {
 
 	outcomes := map[string]int{}
 	for round, frac := range []float64{0.3, 0.6, 0.9, 1.0} {
-		b := h.batch(sinks.PhaseStream, big(fmt.Sprintf("round%d", round))...)
+		b := h.batch(batch.PhaseStream, big(fmt.Sprintf("round%d", round))...)
 		pre, _ := h.position()
 		done := make(chan error, 1)
 		go func() { done <- h.sink.Apply(context.Background(), b) }()

@@ -71,7 +71,7 @@ func TestFromPostgres(t *testing.T) {
 		}
 		if len(rows) > 0 {
 			after = rows[len(rows)-1].Values
-			h.applyChanges(sinks.PhaseSnapshot, rows)
+			h.applyChanges(batch.PhaseSnapshot, rows)
 		}
 		return len(rows) == 500
 	}
@@ -91,7 +91,7 @@ func TestFromPostgres(t *testing.T) {
 	for chunk() {
 	}
 	end := batch.SourcePosition{Source: info.ID, Position: batch.Position{LSN: snap.LSN()}}
-	if err := h.sink.Apply(ctx, sinks.Batch{Spec: h.spec, Phase: sinks.PhaseSnapshot, Hi: end}); err != nil {
+	if err := h.sink.Apply(ctx, sinks.Batch{Spec: h.spec, Phase: batch.PhaseSnapshot, Hi: end}); err != nil {
 		t.Fatalf("committing the snapshot position: %v", err)
 	}
 
@@ -123,7 +123,7 @@ func TestFromPostgres(t *testing.T) {
 			}
 		case *source.CommitEvent:
 			if len(txn) > 0 {
-				stream = append(stream, h.applyChanges(sinks.PhaseStream, txn))
+				stream = append(stream, h.applyChanges(batch.PhaseStream, txn))
 				txn = nil
 			}
 			if e.EndLSN >= untilPos.LSN {
@@ -158,7 +158,7 @@ func TestFromPostgres(t *testing.T) {
 
 // applyChanges collapses and applies changes as one batch (snapshot chunks without a Hi) and
 // returns it.
-func (h *harness) applyChanges(phase sinks.Phase, changes []batch.Change) sinks.Batch {
+func (h *harness) applyChanges(phase batch.Phase, changes []batch.Change) sinks.Batch {
 	h.t.Helper()
 	col, err := batch.NewCollapser(h.spec.Schema)
 	if err != nil {
@@ -180,7 +180,7 @@ func (h *harness) applyChanges(phase sinks.Phase, changes []batch.Change) sinks.
 	}
 	h.t.Cleanup(rec.Release)
 	b := sinks.Batch{Spec: h.spec, Phase: phase, Record: rec}
-	if phase == sinks.PhaseStream {
+	if phase == batch.PhaseStream {
 		b.Lo = batch.SourcePosition{Source: testSourceOf(h), Position: lo}
 		b.Hi = batch.SourcePosition{Source: testSourceOf(h), Position: hi}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -20,7 +21,7 @@ func TestRetypedColumnIsPoisonThatSaysSo(t *testing.T) {
 	if err := h.conn.Exec(t.Context(), "ALTER TABLE "+quote(h.db)+".orders MODIFY COLUMN qty Nullable(String)"); err != nil {
 		t.Fatal(err)
 	}
-	b := h.batch(sinks.PhaseStream, ins(2, "b", 2), upd(1, "a2", 3))
+	b := h.batch(batch.PhaseStream, ins(2, "b", 2), upd(1, "a2", 3))
 	err := h.sink.Apply(t.Context(), b)
 	if !sinks.IsPoison(err) {
 		t.Fatalf("Apply into a retyped column: got %v, want poison", err)

@@ -23,7 +23,7 @@ func TestBackfillThenStream(t *testing.T) {
 		{snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3)},
 		{snap(4, "d", 4), snap(5, "e", 5)},
 	} {
-		b := h.batch(sinks.PhaseSnapshot, chunk...)
+		b := h.batch(batch.PhaseSnapshot, chunk...)
 		if err := h.sink.Apply(t.Context(), b); err != nil {
 			t.Fatalf("Apply snapshot chunk: %v", err)
 		}
@@ -34,7 +34,7 @@ func TestBackfillThenStream(t *testing.T) {
 	h.check("after the backfill chunks")
 	// The end of the backfill commits the snapshot's position alone.
 	end := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn}}
-	if err := h.sink.Apply(t.Context(), sinks.Batch{Spec: h.spec, Phase: sinks.PhaseSnapshot, Hi: end}); err != nil {
+	if err := h.sink.Apply(t.Context(), sinks.Batch{Spec: h.spec, Phase: batch.PhaseSnapshot, Hi: end}); err != nil {
 		t.Fatalf("Apply end of snapshot: %v", err)
 	}
 	if p, ok := h.position(); !ok || p != end {
@@ -85,7 +85,7 @@ func TestBackfillThenStream(t *testing.T) {
 // key either: its version (the snapshot LSN) is older than the delete's.
 func TestReplay(t *testing.T) {
 	h := newHarness(t, "")
-	first := h.batch(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3))
+	first := h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3))
 	if err := h.sink.Apply(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestOutOfRangeIsPoison(t *testing.T) {
 		return c
 	}
 	ok := h.apply(mk("1", "1999-01-01"))
-	b := h.batch(sinks.PhaseStream, mk("2", "2000-01-01"), mk("3", "1967-05-01"))
+	b := h.batch(batch.PhaseStream, mk("2", "2000-01-01"), mk("3", "1967-05-01"))
 	err := h.sink.Apply(t.Context(), b)
 	if !sinks.IsPoison(err) || !strings.Contains(err.Error(), `column "born"`) || !strings.Contains(err.Error(), "1967-05-01") {
 		t.Fatalf("Apply: got %v, want poison naming column born and the value", err)
@@ -273,7 +273,7 @@ func TestUnknownColumnIsPoison(t *testing.T) {
 	h.spec.Schema.Columns = append(h.spec.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
 	c := ins(1, "a", 1)
 	c.Values = append(c.Values, txt("x"))
-	err := h.sink.Apply(t.Context(), h.batch(sinks.PhaseStream, c))
+	err := h.sink.Apply(t.Context(), h.batch(batch.PhaseStream, c))
 	if !sinks.IsPoison(err) {
 		t.Fatalf("Apply: got %v, want poison", err)
 	}
@@ -283,7 +283,7 @@ func TestUnknownColumnIsPoison(t *testing.T) {
 // TestDiscardSnapshot empties a partly backfilled table and its position.
 func TestDiscardSnapshot(t *testing.T) {
 	h := newHarness(t, "")
-	if err := h.sink.Apply(t.Context(), h.batch(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))); err != nil {
+	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))); err != nil {
 		t.Fatal(err)
 	}
 	h.apply(upd(1, "a2", 2))

@@ -3,6 +3,9 @@ package couchbase
 import (
 	"context"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
 )
@@ -13,9 +16,10 @@ import (
 // Couchbase transaction: the documents are written first, with bounded concurrency, and the
 // checkpoint last, by compare-and-swap. A crash in between leaves the checkpoint at the previous
 // batch, so the batch is applied again in full and converges (the package doc says why that
-// loses nothing and resurrects nothing). A batch whose Hi the checkpoint already covers is
-// skipped and rows at or below the checkpoint are dropped, so a replay cannot move the target
-// back; a checkpoint of another source is poison.
+// loses nothing and resurrects nothing). Its guard (see sinks.Sink) decides with batch.Covered
+// from the checkpoint it read for the compare-and-swap: a batch the checkpoint covers is skipped
+// and a partly covered one loses its rows at or below the checkpoint (batch.DropCovered), so a
+// replay cannot move the target back; a checkpoint of another source is poison.
 //
 // In the snapshot phase the keys of upserted documents are first written to the target's key
 // index, so DiscardSnapshot can find them. The first stream-phase batch retires the index.
@@ -37,21 +41,14 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if err != nil {
 		return err
 	}
-	// A snapshot chunk (zero Hi) writes rows only; other batches are checked against the
-	// checkpoint and lose their rows at or below it.
-	chunk := b.Hi.Position.IsZero()
-	var after *batch.Position
-	if !chunk {
-		if done, err := s.covered(ctx, t, cp, b); done || err != nil {
-			return err
-		}
-		if committed, ok := cp.committed(); ok {
-			after = &committed.Position
-		}
+	rec, done, err := s.guard(ctx, t, cp, b)
+	if done || err != nil {
+		return err
 	}
 	var ops []docOp
-	if b.Record != nil {
-		if ops, err = l.plan(b.Record, after); err != nil {
+	if rec != nil {
+		defer rec.Release()
+		if ops, err = l.plan(rec); err != nil {
 			return err
 		}
 	}
@@ -74,7 +71,7 @@ func (s *Sink) begin(ctx context.Context, t target) (stored, error) {
 // commit writes the key index (snapshot phase), the documents, and then the checkpoint.
 func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, ops []docOp) error {
 	next := cp.checkpoint
-	if b.Phase == sinks.PhaseSnapshot && !cp.Streaming {
+	if b.Phase == batch.PhaseSnapshot && !cp.Streaming {
 		var keys []string
 		for _, op := range ops {
 			if op.body != nil {
@@ -90,7 +87,7 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 	if err := s.writeDocs(ctx, t, ops); err != nil {
 		return err
 	}
-	retire := b.Phase == sinks.PhaseStream && !cp.Streaming
+	retire := b.Phase == batch.PhaseStream && !cp.Streaming
 	if retire {
 		next.Streaming, next.IndexChunks = true, 0
 	}
@@ -109,25 +106,35 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 	return nil
 }
 
-// covered reports whether the checkpoint already holds b.Hi. A position of another source is
-// poison: the order is undefined and the target belongs to another stream.
-func (s *Sink) covered(ctx context.Context, t target, cp stored, b sinks.Batch) (bool, error) {
+// guard applies the watermark rule (batch.Covered) to b and the checkpoint cp: done when the
+// checkpoint covers the whole batch; otherwise the rows to write, trimmed of those at or below
+// the checkpoint when it covers part of the batch (nil when b has no record; the caller releases
+// it). A position of another source is poison: the order is undefined and the target belongs to
+// another stream.
+func (s *Sink) guard(ctx context.Context, t target, cp stored, b sinks.Batch) (rec arrow.RecordBatch, done bool, err error) {
 	committed, ok := cp.committed()
-	if !ok {
-		return false, nil
-	}
-	c, err := committed.Compare(b.Hi)
+	cover, err := batch.Covered(committed, ok, b.Phase, b.Lo, b.Hi)
 	if err != nil {
-		return false, sinks.Poisonf("table %s: Couchbase target %s holds position %s of another source than "+
+		return nil, false, sinks.Poisonf("table %s: Couchbase target %s holds position %s of another source than "+
 			"batch %s: %w; the target was replicated from another cluster or slot: discard it and resync",
 			t.table, t, committed, b.Hi, err)
 	}
-	if c >= 0 {
+	switch {
+	case cover == batch.CoverAll:
 		s.log.InfoContext(ctx, "batch already committed, skipping", "table", t.table,
 			"position", b.Hi.String(), "committed", committed.String())
-		return true, nil
+		return nil, true, nil
+	case b.Record == nil:
+		return nil, false, nil
+	case cover == batch.CoverPart:
+		rec, _, err := batch.DropCovered(memory.DefaultAllocator, b.Record, committed.Position)
+		if err != nil {
+			return nil, false, sinks.Poisonf("table %s: %w", t.table, err)
+		}
+		return rec, false, nil
 	}
-	return false, nil
+	b.Record.Retain()
+	return b.Record, false, nil
 }
 
 // retireIndex removes the key index once streaming has begun. The index is no longer read, so a

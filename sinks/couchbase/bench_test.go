@@ -17,19 +17,19 @@ func BenchmarkApply(b *testing.B) {
 	cases := []struct {
 		durability  string
 		concurrency int
-		phase       sinks.Phase
+		phase       batch.Phase
 	}{
-		{config.DurabilityMajority, 32, sinks.PhaseStream},
-		{config.DurabilityMajority, 128, sinks.PhaseStream},
-		{config.DurabilityNone, 8, sinks.PhaseStream},
-		{config.DurabilityNone, 32, sinks.PhaseStream},
-		{config.DurabilityMajority, 32, sinks.PhaseSnapshot},
+		{config.DurabilityMajority, 32, batch.PhaseStream},
+		{config.DurabilityMajority, 128, batch.PhaseStream},
+		{config.DurabilityNone, 8, batch.PhaseStream},
+		{config.DurabilityNone, 32, batch.PhaseStream},
+		{config.DurabilityMajority, 32, batch.PhaseSnapshot},
 	}
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/durability=%s/concurrency=%d", c.phase, c.durability, c.concurrency), func(b *testing.B) {
 			h := newHarness(b, func(cfg *Config) { cfg.Durability, cfg.Concurrency = c.durability, c.concurrency })
 			op := ins
-			if c.phase == sinks.PhaseSnapshot {
+			if c.phase == batch.PhaseSnapshot {
 				op = snap
 			}
 			batches := make([]sinks.Batch, b.N)

@@ -24,7 +24,7 @@ const crashEnv = "SLUICE_COUCHBASE_CRASH_HELPER"
 type crashParams struct {
 	Config Config      `json:"config"`
 	Target string      `json:"target"`
-	Phase  sinks.Phase `json:"phase"`
+	Phase  batch.Phase `json:"phase"`
 	Rows   int         `json:"rows"`
 }
 
@@ -41,13 +41,13 @@ func crashBatches(t testing.TB, p crashParams) (before, crash sinks.Batch, want 
 		first = append(first, ins(id, "v1", int(id)))
 		want[id], universe[id] = row{"v1", id}, true
 	}
-	if p.Phase == sinks.PhaseSnapshot {
+	if p.Phase == batch.PhaseSnapshot {
 		for id := n + 1; id <= 2*n; id++ {
 			second = append(second, snap(id, "snap", int(id)))
 			universe[id] = true
 		}
-		return buildBatch(t, spec, sinks.PhaseSnapshot, 0x1000, first...),
-			buildBatch(t, spec, sinks.PhaseSnapshot, 0x2000, second...), nil, universe
+		return buildBatch(t, spec, batch.PhaseSnapshot, 0x1000, first...),
+			buildBatch(t, spec, batch.PhaseSnapshot, 0x2000, second...), nil, universe
 	}
 	for id := int64(1); id <= n/2; id++ {
 		second = append(second, upd(id, "v2", int(id)*10))
@@ -61,8 +61,8 @@ func crashBatches(t testing.TB, p crashParams) (before, crash sinks.Batch, want 
 		second = append(second, ins(id, "new", int(id)))
 		want[id], universe[id] = row{"new", id}, true
 	}
-	return buildBatch(t, spec, sinks.PhaseStream, 0x1000, first...),
-		buildBatch(t, spec, sinks.PhaseStream, 0x2000, second...), want, universe
+	return buildBatch(t, spec, batch.PhaseStream, 0x1000, first...),
+		buildBatch(t, spec, batch.PhaseStream, 0x2000, second...), want, universe
 }
 
 // TestKilledMidBatch SIGKILLs a process while its Apply is writing a batch's documents, then
@@ -74,7 +74,7 @@ func TestKilledMidBatch(t *testing.T) {
 		crashHelper(t, raw)
 		return
 	}
-	for _, phase := range []sinks.Phase{sinks.PhaseStream, sinks.PhaseSnapshot} {
+	for _, phase := range []batch.Phase{batch.PhaseStream, batch.PhaseSnapshot} {
 		t.Run(string(phase), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
@@ -89,7 +89,7 @@ func TestKilledMidBatch(t *testing.T) {
 			if !ok || pos != before.Hi {
 				t.Fatalf("after the kill Position = %v, %v; want %s: the checkpoint ran ahead of the documents", pos, ok, before.Hi)
 			}
-			if phase == sinks.PhaseSnapshot {
+			if phase == batch.PhaseSnapshot {
 				if err := h.sink.DiscardSnapshot(t.Context(), h.spec); err != nil {
 					t.Fatalf("DiscardSnapshot: %v", err)
 				}
@@ -132,12 +132,12 @@ func killDuringApply(t *testing.T, h *harness, p crashParams, crash sinks.Batch)
 	}
 
 	l, _ := newLayout(h.spec)
-	ops, err := l.plan(crash.Record, nil)
+	ops, err := l.plan(crash.Record)
 	if err != nil {
 		t.Fatal(err)
 	}
 	probe := ops[len(ops)/3].key // an inserted or updated key the batch writes
-	if p.Phase == sinks.PhaseStream {
+	if p.Phase == batch.PhaseStream {
 		probe = strconv.Itoa(p.Rows + 1) // the first inserted key
 	}
 	deadline := time.Now().Add(time.Minute)

@@ -107,7 +107,7 @@ func TestBodyEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ops, err := l.plan(b.Record, nil)
+			ops, err := l.plan(b.Record)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +137,7 @@ func TestMetadataMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops, err := l.plan(b.Record, nil)
+	ops, err := l.plan(b.Record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestMetadataMembers(t *testing.T) {
 	}
 	b.Spec.Metadata = nil
 	l, _ = newLayout(b.Spec)
-	ops, _ = l.plan(b.Record, nil)
+	ops, _ = l.plan(b.Record)
 	if got := string(ops[0].body); got != `{"id":7}` {
 		t.Errorf("without metadata entries the body is %s, want only the columns", got)
 	}
@@ -188,7 +188,7 @@ func TestKeys(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ops, err := l.plan(b.Record, nil)
+			ops, err := l.plan(b.Record)
 			if tc.wantErr != "" {
 				if !sinks.IsPoison(err) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "s.t") {
 					t.Fatalf("plan: %v; want poison naming the table and saying %q", err, tc.wantErr)

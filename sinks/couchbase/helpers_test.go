@@ -108,7 +108,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // buildBatch builds a batch of spec at commit LSN lsn (positions lsn:0, lsn:1, ...).
-func buildBatch(t testing.TB, spec sinks.TableSpec, phase sinks.Phase, lsn uint64, changes ...batch.Change) sinks.Batch {
+func buildBatch(t testing.TB, spec sinks.TableSpec, phase batch.Phase, lsn uint64, changes ...batch.Change) sinks.Batch {
 	t.Helper()
 	for i := range changes {
 		changes[i].Pos = batch.Position{LSN: lsn, Seq: uint32(i)}
@@ -135,14 +135,14 @@ func buildBatch(t testing.TB, spec sinks.TableSpec, phase sinks.Phase, lsn uint6
 }
 
 // batch builds the next batch of changes (one transaction, increasing positions).
-func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch {
+func (h *harness) batch(phase batch.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
 	h.lsn += 0x100
 	return buildBatch(h.t, h.spec, phase, h.lsn, changes...)
 }
 
 // apply builds and applies a batch, failing the test on error.
-func (h *harness) apply(phase sinks.Phase, changes ...batch.Change) sinks.Batch {
+func (h *harness) apply(phase batch.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
 	b := h.batch(phase, changes...)
 	if err := h.sink.Apply(h.t.Context(), b); err != nil {

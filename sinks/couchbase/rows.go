@@ -102,19 +102,11 @@ func (l layout) check(rec arrow.RecordBatch, spec sinks.TableSpec) error {
 	return nil
 }
 
-// plan turns a record into document writes, one per key: the last row of a key wins. Rows at or
-// below after (the committed position, when there is one) are dropped: the target already holds
-// them or something newer. A row whose key or body cannot be a Couchbase document is poison
-// naming the table and the key.
-func (l layout) plan(rec arrow.RecordBatch, after *batch.Position) ([]docOp, error) {
+// plan turns a record into document writes, one per key: the last row of a key wins. (Rows the
+// checkpoint covers were dropped before, by Apply's guard.) A row whose key or body cannot be a
+// Couchbase document is poison naming the table and the key.
+func (l layout) plan(rec arrow.RecordBatch) ([]docOp, error) {
 	n := int(rec.NumRows())
-	var positions []batch.Position
-	if after != nil {
-		var err error
-		if positions, err = batch.RowPositions(rec); err != nil {
-			return nil, sinks.Poisonf("table %s: %w", l.table, err)
-		}
-	}
 	numData := l.numCol - batch.NumContextColumns
 	opCol := rec.Column(numData).(*array.String)
 	ke := keyEncoder{rawJSON: l.rawKey}
@@ -125,9 +117,6 @@ func (l layout) plan(rec arrow.RecordBatch, after *batch.Position) ([]docOp, err
 	index := make(map[string]int, n)
 	var body []byte
 	for i := 0; i < n; i++ {
-		if positions != nil && !after.Less(positions[i]) {
-			continue
-		}
 		key, err := ke.key(i)
 		if err != nil {
 			return nil, sinks.Poisonf("table %s: row %d cannot be a Couchbase document: %w", l.table, i+1, err)

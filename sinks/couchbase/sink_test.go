@@ -17,9 +17,9 @@ import (
 func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3), snap(4, "d", 4), snap(5, "e", 5))
-	h.apply(sinks.PhaseStream, upd(2, "b2", 20), del(3), del(4), ins(40, "d", 4), ins(6, "f", 6))
-	last := h.apply(sinks.PhaseStream, del(6), ins(3, "c again", 33), upd(5, "e2", 50), del(99))
+	h.apply(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3), snap(4, "d", 4), snap(5, "e", 5))
+	h.apply(batch.PhaseStream, upd(2, "b2", 20), del(3), del(4), ins(40, "d", 4), ins(6, "f", 6))
+	last := h.apply(batch.PhaseStream, del(6), ins(3, "c again", 33), upd(5, "e2", 50), del(99))
 
 	want := map[int64]row{1: {"a", 1}, 2: {"b2", 20}, 3: {"c again", 33}, 40: {"d", 4}, 5: {"e2", 50}}
 	universe := map[int64]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 40: true, 99: true}
@@ -55,7 +55,7 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 		universe[id] = true
 		changes = append(changes, snap(id, "snap", int(id)))
 	}
-	h.apply(sinks.PhaseSnapshot, changes...)
+	h.apply(batch.PhaseSnapshot, changes...)
 	for n := range 15 {
 		touched := map[int64]bool{}
 		changes = changes[:0]
@@ -88,7 +88,7 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 				changes = append(changes, del(id), ins(to, model[to].Name, int(model[to].Qty)))
 			}
 		}
-		h.apply(sinks.PhaseStream, changes...)
+		h.apply(batch.PhaseStream, changes...)
 	}
 	if d := h.diff(model, universe); d != "" {
 		t.Errorf("documents differ from the source model:\n%s", d)
@@ -101,8 +101,8 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 func TestReplayedBatchCannotResurrect(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	insert := h.apply(sinks.PhaseStream, ins(7, "k", 7))
-	deleted := h.apply(sinks.PhaseStream, del(7))
+	insert := h.apply(batch.PhaseStream, ins(7, "k", 7))
+	deleted := h.apply(batch.PhaseStream, del(7))
 
 	if err := h.sink.Apply(t.Context(), insert); err != nil {
 		t.Fatalf("re-applying the insert: %v", err)
@@ -116,7 +116,7 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 
 	// A re-cut batch spanning the committed position: rows at or below it are dropped.
 	h.lsn += 0x100
-	spanning := buildBatch(t, h.spec, sinks.PhaseStream, deleted.Hi.Position.LSN, ins(7, "old", 1))
+	spanning := buildBatch(t, h.spec, batch.PhaseStream, deleted.Hi.Position.LSN, ins(7, "old", 1))
 	spanning.Hi.Position = batch.Position{LSN: h.lsn}
 	if err := h.sink.Apply(t.Context(), spanning); err != nil {
 		t.Fatalf("applying a batch spanning the checkpoint: %v", err)
@@ -126,7 +126,7 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 	}
 
 	// A position of another source is never compared silently.
-	other := h.batch(sinks.PhaseStream, ins(8, "x", 8))
+	other := h.batch(batch.PhaseStream, ins(8, "x", 8))
 	other.Hi.Source.Slot = "another_slot"
 	if err := h.sink.Apply(t.Context(), other); !sinks.IsPoison(err) {
 		t.Errorf("Apply with a position of another source: %v, want poison", err)
@@ -141,17 +141,17 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 func TestDiscardSnapshot(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
-	h.apply(sinks.PhaseSnapshot, del(1), upd(2, "b2", 2), ins(3, "live", 3))
+	h.apply(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
+	h.apply(batch.PhaseSnapshot, del(1), upd(2, "b2", 2), ins(3, "live", 3))
 	// What a crash leaves after the index and documents of a batch, before its checkpoint.
 	ctx := t.Context()
 	cp, err := h.sink.readCheckpoint(ctx, h.tgt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crashed := h.batch(sinks.PhaseSnapshot, snap(4, "d", 4), snap(5, "e", 5))
+	crashed := h.batch(batch.PhaseSnapshot, snap(4, "d", 4), snap(5, "e", 5))
 	l, _ := newLayout(h.spec)
-	ops, _ := l.plan(crashed.Record, nil)
+	ops, _ := l.plan(crashed.Record)
 	if _, err := h.sink.writeIndex(ctx, h.tgt, cp.IndexChunks, []string{"4", "5"}); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestDiscardSnapshot(t *testing.T) {
 			t.Errorf("after discard #%d: checkpoint %v and %d index chunks left", i+1, ck, chunks)
 		}
 	}
-	b := h.apply(sinks.PhaseSnapshot, snap(3, "c", 3))
+	b := h.apply(batch.PhaseSnapshot, snap(3, "c", 3))
 	if d := h.diff(map[int64]row{3: {"c", 3}}, universe); d != "" {
 		t.Errorf("after discard and a new snapshot:\n%s", d)
 	}
@@ -182,7 +182,7 @@ func TestDiscardSnapshot(t *testing.T) {
 		t.Errorf("Position = %v, %v; want %s", p, ok, b.Hi)
 	}
 
-	h.apply(sinks.PhaseStream, ins(9, "stream", 9))
+	h.apply(batch.PhaseStream, ins(9, "stream", 9))
 	err = h.sink.DiscardSnapshot(ctx, h.spec)
 	if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "drop collection") {
 		t.Errorf("DiscardSnapshot after streaming began: %v; want poison saying what to do", err)
@@ -194,7 +194,7 @@ func TestDiscardSnapshot(t *testing.T) {
 func TestInterruptedDiscardIsFinished(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
+	h.apply(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
 	cp, err := h.sink.readCheckpoint(t.Context(), h.tgt)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestInterruptedDiscardIsFinished(t *testing.T) {
 	if p, ok := h.position(); ok {
 		t.Errorf("Position during a discard = %s, want none", p)
 	}
-	b := h.apply(sinks.PhaseSnapshot, snap(3, "c", 3))
+	b := h.apply(batch.PhaseSnapshot, snap(3, "c", 3))
 	if d := h.diff(map[int64]row{3: {"c", 3}}, map[int64]bool{1: true, 2: true, 3: true}); d != "" {
 		t.Errorf("after Apply on an interrupted discard:\n%s", d)
 	}
@@ -220,10 +220,10 @@ func TestInterruptedDiscardIsFinished(t *testing.T) {
 func TestPoison(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(sinks.PhaseStream, ins(1, "a", 1))
+	h.apply(batch.PhaseStream, ins(1, "a", 1))
 
 	t.Run("document too large", func(t *testing.T) {
-		big := h.batch(sinks.PhaseStream, ins(2, "ok", 2), ins(3, strings.Repeat("x", maxDocSize), 3))
+		big := h.batch(batch.PhaseStream, ins(2, "ok", 2), ins(3, strings.Repeat("x", maxDocSize), 3))
 		err := h.sink.Apply(t.Context(), big)
 		if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "shop.orders") || !strings.Contains(err.Error(), `"3"`) {
 			t.Fatalf("Apply: %v; want poison naming the table and the key", err)
@@ -268,7 +268,7 @@ func TestEnsureTableIdempotent(t *testing.T) {
 		}
 	}
 	h.spec = added
-	h.apply(sinks.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("2"), txt("2.00"), txt("hi")}})
+	h.apply(batch.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("2"), txt("2.00"), txt("hi")}})
 	if doc, _ := h.doc(2); doc["note"] != "hi" {
 		t.Errorf("document 2 = %v, want note hi", doc)
 	}
@@ -286,7 +286,7 @@ func TestSnapshotChunks(t *testing.T) {
 		for id := from; id <= to; id++ {
 			changes = append(changes, snap(id, name, int(id)))
 		}
-		b := h.batch(sinks.PhaseSnapshot, changes...)
+		b := h.batch(batch.PhaseSnapshot, changes...)
 		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
 		return b
 	}
@@ -322,7 +322,7 @@ func TestSnapshotChunks(t *testing.T) {
 		t.Errorf("%d key-index chunks, want 4 (one per chunk applied after the discard)", chunks)
 	}
 
-	end := h.batch(sinks.PhaseSnapshot)
+	end := h.batch(batch.PhaseSnapshot)
 	end.Record = nil
 	if err := h.sink.Apply(ctx, end); err != nil {
 		t.Fatalf("Apply of the snapshot's end: %v", err)
@@ -330,7 +330,7 @@ func TestSnapshotChunks(t *testing.T) {
 	if p, ok := h.position(); !ok || p != end.Hi {
 		t.Fatalf("Position after the snapshot's end = %v, %v; want %s", p, ok, end.Hi)
 	}
-	h.apply(sinks.PhaseStream, del(1), upd(2, "live", 2))
+	h.apply(batch.PhaseStream, del(1), upd(2, "live", 2))
 	delete(want, 1)
 	want[2] = row{"live", 2}
 	if d := h.diff(want, universe); d != "" {
@@ -347,7 +347,7 @@ func TestSnapshotChunks(t *testing.T) {
 func TestMissingCollectionForgetsCheckpoint(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(sinks.PhaseStream, ins(1, "a", 1))
+	h.apply(batch.PhaseStream, ins(1, "a", 1))
 	stale := ordersSpec(h.tgt.scope + ".dropped")
 	st, err := h.sink.parseTarget(stale)
 	if err != nil {

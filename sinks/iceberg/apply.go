@@ -25,11 +25,11 @@ type plan struct {
 // Apply commits b as one snapshot: an equality delete file with the key of every row that may
 // replace or delete an existing row, a data file with the upserted rows, and b.Hi in the snapshot
 // summary and the table properties. The commit requires the branch head Apply read, so a
-// concurrent writer makes it fail (transiently) instead of interleaving. A batch whose Hi the
-// table already holds is skipped, so a replayed Apply cannot move the position back; snapshot
-// batches at exactly the committed position are the exception (they all share the snapshot's
-// position) and are applied, idempotently. A batch with a zero Hi (a backfill chunk) writes its
-// rows and leaves the position as it was; a batch without rows commits its Hi alone.
+// concurrent writer makes it fail (transiently) instead of interleaving. Its guard (see
+// sinks.Sink) re-checks the position of the table it loaded with batch.Covered and skips a
+// batch the table holds, so a replay that raced past the caller's check cannot move the position
+// back. A batch with a zero Hi (a backfill chunk) writes its rows and leaves the position as it
+// was; a batch without rows commits its Hi alone.
 //
 // Snapshot-phase rows (snapshot-read) are appended without deletes unless their keys may already
 // be in the table. That is decided from the table itself, not from the caller's bookkeeping: the
@@ -51,7 +51,7 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if err != nil {
 		return fmt.Errorf("loading iceberg table %s: %w", b.Spec.Target, err)
 	}
-	if done, err := s.covered(ctx, tbl, b); done || err != nil {
+	if done, err := s.guard(ctx, tbl, b); done || err != nil {
 		return err
 	}
 
@@ -81,26 +81,22 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	return nil
 }
 
-// covered reports whether tbl already holds b.Hi. Positions of another source are poison: their
-// order is undefined and the table belongs to another stream.
-func (s *Sink) covered(ctx context.Context, tbl *table.Table, b sinks.Batch) (bool, error) {
-	if b.Hi.Position.IsZero() {
-		return false, nil // a snapshot chunk: rows only, compared with no position
-	}
+// guard reports whether tbl, as loaded for this commit, already holds all of b (batch.Covered
+// says CoverAll): the commit is pinned to that load's branch head, so the check and the write are
+// one atomic step. Positions of another source are poison: their order is undefined and the
+// table belongs to another stream.
+func (s *Sink) guard(ctx context.Context, tbl *table.Table, b sinks.Batch) (bool, error) {
 	committed, ok, err := tablePosition(tbl)
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
 	}
-	c, err := committed.Compare(b.Hi)
+	cover, err := batch.Covered(committed, ok, b.Phase, b.Lo, b.Hi)
 	if err != nil {
 		return false, sinks.Poisonf("table %s: iceberg table %s holds position %s of another source than "+
 			"batch %s: %w; the table was replicated from another cluster or slot: discard it and resync",
 			tableName(b.Spec), b.Spec.Target, committed, b.Hi, err)
 	}
-	// Every row of a snapshot carries the snapshot's LSN at sequence 0, so all snapshot batches of
-	// a table share one Hi: an equal position does not mean the chunk is in. Re-applying one is
-	// safe, since its keys then overlap and it takes the upsert path.
-	if c > 0 || (c == 0 && b.Phase != sinks.PhaseSnapshot) {
+	if cover == batch.CoverAll {
 		s.log.InfoContext(ctx, "batch already committed, skipping", "table", tableName(b.Spec),
 			"position", b.Hi.String(), "committed", committed.String())
 		return true, nil
@@ -137,7 +133,7 @@ func (s *Sink) plan(ctx context.Context, tbl *table.Table, b sinks.Batch, l layo
 	anySnap := false
 	for i, op := range ops {
 		p.upsert[i] = op != batch.OpDelete
-		if b.Phase == sinks.PhaseSnapshot && op == batch.OpSnapshot {
+		if b.Phase == batch.PhaseSnapshot && op == batch.OpSnapshot {
 			snapRows[i], anySnap = true, true
 		} else {
 			p.delKey[i] = true

@@ -89,7 +89,7 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 // batch builds the next batch of changes (one transaction, increasing positions).
-func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch {
+func (h *harness) batch(phase batch.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
 	h.lsn += 0x100
 	for i := range changes {
@@ -119,7 +119,7 @@ func (h *harness) batch(phase sinks.Phase, changes ...batch.Change) sinks.Batch 
 // apply builds and applies a stream batch, failing the test on error.
 func (h *harness) apply(changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
-	b := h.batch(sinks.PhaseStream, changes...)
+	b := h.batch(batch.PhaseStream, changes...)
 	if err := h.sink.Apply(h.t.Context(), b); err != nil {
 		h.t.Fatalf("Apply at %s: %v", b.Hi, err)
 	}

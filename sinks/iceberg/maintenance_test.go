@@ -121,7 +121,7 @@ func TestScanAfterManySmallCommits(t *testing.T) {
 		bulk = append(bulk, snap(id, "initial", int(id%1000)))
 		want[id] = row{"initial", id % 1000}
 	}
-	if err := h.sink.Apply(t.Context(), h.batch(sinks.PhaseSnapshot, bulk...)); err != nil {
+	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, bulk...)); err != nil {
 		t.Fatalf("bulk snapshot: %v", err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -165,7 +165,7 @@ func TestScanAfterManySmallCommits(t *testing.T) {
 	for id, r := range want {
 		all = append(all, snap(id, r.Name, int(r.Qty)))
 	}
-	if err := fresh.sink.Apply(t.Context(), fresh.batch(sinks.PhaseSnapshot, all...)); err != nil {
+	if err := fresh.sink.Apply(t.Context(), fresh.batch(batch.PhaseSnapshot, all...)); err != nil {
 		t.Fatalf("fresh write: %v", err)
 	}
 	freshScan := timeScan(t, fresh, want)

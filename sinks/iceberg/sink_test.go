@@ -92,7 +92,7 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 		t.Errorf("position moved to %s by a replay; want %s", p, deleted.Hi)
 	}
 	// A position of another source is never compared silently.
-	other := h.batch(sinks.PhaseStream, ins(8, "x", 8))
+	other := h.batch(batch.PhaseStream, ins(8, "x", 8))
 	other.Hi.Source.Slot = "another_slot"
 	if err := h.sink.Apply(t.Context(), other); !sinks.IsPoison(err) {
 		t.Errorf("Apply with a position of another source: %v, want poison", err)
@@ -123,7 +123,7 @@ func TestSnapshotPhase(t *testing.T) {
 		{"live row in snapshot phase upserts", []batch.Change{upd(300, "live", 1)}, 2},
 	}
 	for _, st := range steps {
-		b := h.batch(sinks.PhaseSnapshot, st.changes...)
+		b := h.batch(batch.PhaseSnapshot, st.changes...)
 		if err := h.sink.Apply(t.Context(), b); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -222,7 +222,7 @@ func TestConcurrentCommitIsTransient(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
 	h.apply(ins(1, "a", 1))
-	b := h.batch(sinks.PhaseStream, upd(1, "a2", 2), ins(2, "b", 2))
+	b := h.batch(batch.PhaseStream, upd(1, "a2", 2), ins(2, "b", 2))
 	h.sink.beforeCommit = func(ctx context.Context) {
 		h.sink.beforeCommit = nil
 		if err := h.sink.Apply(ctx, b); err != nil {
@@ -287,7 +287,7 @@ func TestPartitionedByKeyBucket(t *testing.T) {
 	for id := range int64(40) {
 		chunk = append(chunk, snap(id, "s", int(id)))
 	}
-	if err := h.sink.Apply(t.Context(), h.batch(sinks.PhaseSnapshot, chunk...)); err != nil {
+	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, chunk...)); err != nil {
 		t.Fatal(err)
 	}
 	h.apply(upd(1, "u", 100), del(2), del(3), ins(50, "n", 50))
@@ -325,7 +325,7 @@ func TestConcurrentTables(t *testing.T) {
 		}
 		batches := make([]sinks.Batch, commits)
 		for c := range commits {
-			batches[c] = th.batch(sinks.PhaseStream, ins(int64(c), "x", c), del(int64(c-1)))
+			batches[c] = th.batch(batch.PhaseStream, ins(int64(c), "x", c), del(int64(c-1)))
 		}
 		wg.Add(1)
 		go func() {
@@ -357,8 +357,8 @@ func TestConcurrentTables(t *testing.T) {
 func TestSnapshotChunksShareOnePosition(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	first := h.batch(sinks.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
-	second := h.batch(sinks.PhaseSnapshot, snap(3, "c", 3), snap(4, "d", 4))
+	first := h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
+	second := h.batch(batch.PhaseSnapshot, snap(3, "c", 3), snap(4, "d", 4))
 	for _, b := range []*sinks.Batch{&first, &second} {
 		p := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x5000000}}
 		b.Lo, b.Hi = p, p
@@ -373,7 +373,7 @@ func TestSnapshotChunksShareOnePosition(t *testing.T) {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	// A stream batch at the snapshot's position is covered; a later one is applied.
-	stale := h.batch(sinks.PhaseStream, del(1))
+	stale := h.batch(batch.PhaseStream, del(1))
 	stale.Lo, stale.Hi = first.Hi, first.Hi
 	if err := h.sink.Apply(t.Context(), stale); err != nil {
 		t.Fatal(err)

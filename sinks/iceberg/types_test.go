@@ -60,13 +60,13 @@ func TestAllTypes(t *testing.T) {
 		return c
 	}
 	steps := []struct {
-		phase   sinks.Phase
+		phase   batch.Phase
 		changes []batch.Change
 	}{
-		{sinks.PhaseSnapshot, []batch.Change{mk(batch.OpSnapshot, "a"), mk(batch.OpSnapshot, "b"), mk(batch.OpSnapshot, "c")}},
-		{sinks.PhaseSnapshot, []batch.Change{mk(batch.OpSnapshot, "d")}},
-		{sinks.PhaseStream, []batch.Change{mk(batch.OpDelete, "a"), mk(batch.OpUpdate, "b"), mk(batch.OpInsert, "e")}},
-		{sinks.PhaseStream, []batch.Change{mk(batch.OpDelete, "c"), mk(batch.OpDelete, "zz")}},
+		{batch.PhaseSnapshot, []batch.Change{mk(batch.OpSnapshot, "a"), mk(batch.OpSnapshot, "b"), mk(batch.OpSnapshot, "c")}},
+		{batch.PhaseSnapshot, []batch.Change{mk(batch.OpSnapshot, "d")}},
+		{batch.PhaseStream, []batch.Change{mk(batch.OpDelete, "a"), mk(batch.OpUpdate, "b"), mk(batch.OpInsert, "e")}},
+		{batch.PhaseStream, []batch.Change{mk(batch.OpDelete, "c"), mk(batch.OpDelete, "zz")}},
 	}
 	for i, st := range steps {
 		if err := h.sink.Apply(t.Context(), h.batch(st.phase, st.changes...)); err != nil {

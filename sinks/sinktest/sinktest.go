@@ -86,7 +86,7 @@ func SnapshotRow(id int64, name string, qty int32, lsn uint64) batch.Change {
 func text(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // Batch builds a sinks.Batch of changes with watermark hi (zero: a snapshot chunk).
-func Batch(t *testing.T, spec sinks.TableSpec, phase sinks.Phase, hi batch.Position, changes ...batch.Change) sinks.Batch {
+func Batch(t *testing.T, spec sinks.TableSpec, phase batch.Phase, hi batch.Position, changes ...batch.Change) sinks.Batch {
 	t.Helper()
 	b, err := batch.NewRecordBuilder(memory.DefaultAllocator, spec.Schema)
 	if err != nil {
@@ -219,30 +219,30 @@ func testApply(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.Table
 		changes = append(changes, Upsert(i, fmt.Sprintf("n%d", i), int32(i*10), 0x1000, uint32(i)))
 		want[i] = Row{Name: fmt.Sprintf("n%d", i), Qty: int32(i * 10)}
 	}
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, changes...))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi, changes...))
 	wantRows(t, s, spec, want)
 	wantPosition(t, ctx, s, spec, hi, true)
 }
 
 func testUpsertDelete(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x1000, Seq: 3},
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x1000, Seq: 3},
 		Upsert(1, "a", 1, 0x1000, 1), Upsert(2, "b", 2, 0x1000, 2), Upsert(3, "c", 3, 0x1000, 3)))
 	hi := batch.Position{LSN: 0x2000, Seq: 4}
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi,
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi,
 		Upsert(2, "b2", 22, 0x2000, 1), Delete(3, 0x2000, 2), Delete(999, 0x2000, 3), Upsert(4, "d", 4, 0x2000, 4)))
 	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}, 2: {"b2", 22}, 4: {"d", 4}})
 	wantPosition(t, ctx, s, spec, hi, true)
 	// A deleted key inserted again is visible once, with its new image.
 	hi = batch.Position{LSN: 0x3000, Seq: 1}
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, Upsert(3, "c-again", 33, 0x3000, 1)))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi, Upsert(3, "c-again", 33, 0x3000, 1)))
 	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}, 2: {"b2", 22}, 3: {"c-again", 33}, 4: {"d", 4}})
 	wantPosition(t, ctx, s, spec, hi, true)
 }
 
 func testReapply(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
-	first := Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x1000, Seq: 2},
+	first := Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x1000, Seq: 2},
 		Upsert(1, "a", 1, 0x1000, 1), Upsert(2, "b", 2, 0x1000, 2))
-	second := Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x2000, Seq: 2},
+	second := Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x2000, Seq: 2},
 		Upsert(1, "a2", 11, 0x2000, 1), Delete(2, 0x2000, 2))
 	apply(t, ctx, s, first)
 	apply(t, ctx, s, second)
@@ -253,26 +253,26 @@ func testReapply(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.Tab
 
 func testSnapshotChunks(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
 	const snap = 0x5000
-	chunk1 := Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(1, "a", 1, snap), SnapshotRow(2, "b", 2, snap))
-	chunk2 := Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(2, "b", 2, snap), SnapshotRow(3, "c", 3, snap))
+	chunk1 := Batch(t, spec, batch.PhaseSnapshot, batch.Position{}, SnapshotRow(1, "a", 1, snap), SnapshotRow(2, "b", 2, snap))
+	chunk2 := Batch(t, spec, batch.PhaseSnapshot, batch.Position{}, SnapshotRow(2, "b", 2, snap), SnapshotRow(3, "c", 3, snap))
 	apply(t, ctx, s, chunk1)
 	wantPosition(t, ctx, s, spec, batch.Position{}, false)
 	apply(t, ctx, s, chunk1) // a chunk retried after a lost reply
 	apply(t, ctx, s, chunk2) // overlapping the previous chunk by one key
 	wantPosition(t, ctx, s, spec, batch.Position{}, false)
-	end := Batch(t, spec, sinks.PhaseSnapshot, batch.Position{LSN: snap})
+	end := Batch(t, spec, batch.PhaseSnapshot, batch.Position{LSN: snap})
 	apply(t, ctx, s, end)
 	wantRows(t, s, spec, map[int64]Row{1: {"a", 1}, 2: {"b", 2}, 3: {"c", 3}})
 	wantPosition(t, ctx, s, spec, batch.Position{LSN: snap}, true)
 	// The stream after the snapshot.
 	hi := batch.Position{LSN: snap + 0x100, Seq: 2}
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, Delete(1, snap+0x100, 1), Upsert(2, "b2", 22, snap+0x100, 2)))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi, Delete(1, snap+0x100, 1), Upsert(2, "b2", 22, snap+0x100, 2)))
 	wantRows(t, s, spec, map[int64]Row{2: {"b2", 22}, 3: {"c", 3}})
 	wantPosition(t, ctx, s, spec, hi, true)
 }
 
 func testDiscard(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(1, "a", 1, 0x5000), SnapshotRow(2, "b", 2, 0x5000)))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseSnapshot, batch.Position{}, SnapshotRow(1, "a", 1, 0x5000), SnapshotRow(2, "b", 2, 0x5000)))
 	for i := 0; i < 2; i++ {
 		if err := s.DiscardSnapshot(ctx, spec); err != nil {
 			t.Fatalf("DiscardSnapshot (call %d): %v", i+1, err)
@@ -284,14 +284,14 @@ func testDiscard(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.Tab
 	if err := s.EnsureTable(ctx, spec); err != nil {
 		t.Fatalf("EnsureTable after discard: %v", err)
 	}
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseSnapshot, batch.Position{}, SnapshotRow(7, "g", 7, 0x6000)))
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseSnapshot, batch.Position{LSN: 0x6000}))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseSnapshot, batch.Position{}, SnapshotRow(7, "g", 7, 0x6000)))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseSnapshot, batch.Position{LSN: 0x6000}))
 	wantRows(t, s, spec, map[int64]Row{7: {"g", 7}})
 	wantPosition(t, ctx, s, spec, batch.Position{LSN: 0x6000}, true)
 }
 
 func testEnsureTwice(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, batch.Position{LSN: 0x1000, Seq: 1}, Upsert(1, "a", 1, 0x1000, 1)))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x1000, Seq: 1}, Upsert(1, "a", 1, 0x1000, 1)))
 	if err := s.EnsureTable(ctx, spec); err != nil {
 		t.Fatalf("second EnsureTable: %v", err)
 	}
@@ -315,7 +315,7 @@ func testMaintain(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.Ta
 			delete(want, i)
 		}
 		hi = changes[len(changes)-1].Pos
-		apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, changes...))
+		apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi, changes...))
 	}
 	for i := range 2 { // idempotent
 		if _, err := m.Maintain(ctx, spec); err != nil {
@@ -326,7 +326,7 @@ func testMaintain(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.Ta
 	}
 	// The table takes commits after maintenance.
 	hi = batch.Position{LSN: 0x9000, Seq: 1}
-	apply(t, ctx, s, Batch(t, spec, sinks.PhaseStream, hi, Upsert(100, "after", 1, 0x9000, 1)))
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi, Upsert(100, "after", 1, 0x9000, 1)))
 	want[100] = Row{"after", 1}
 	wantRows(t, s, spec, want)
 	wantPosition(t, ctx, s, spec, hi, true)
