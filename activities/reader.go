@@ -3,11 +3,15 @@ package activities
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/reader"
+	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -49,37 +53,100 @@ type ReadStreamResult struct {
 }
 
 // ReadStream decodes pgoutput from the pipeline's slot, splits changes per table, cuts batches,
-// stages each (StageBatch) and confirms the slot only up to what no table still holds: buffered
-// changes and staged batches that their table has not committed and acknowledged. It heartbeats
-// its position and returns after RunFor. Idle periods send keepalives so a quiet pipeline does
-// not hold WAL. A TRUNCATE of a table asks that table to resync (discard and backfill again from
-// a snapshot taken after the truncate), which is exact where replaying a truncate is not.
+// stages each and confirms the slot only up to what no table still holds: buffered changes and
+// staged batches that their table has not committed and acknowledged (package reader does all
+// of it). It heartbeats its position and returns after RunFor. Idle periods send keepalives so a
+// quiet pipeline does not hold WAL. A TRUNCATE of a table asks that table to resync (discard and
+// backfill again from a snapshot taken after the truncate), which is exact where replaying a
+// truncate is not.
 func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {
 		return ReadStreamResult{}, err
 	}
-	r, err := a.newRun(ctx, cfg, in)
-	if err != nil {
-		return ReadStreamResult{}, err
+	tables := tableSignals{starter: a.Tables, tables: make(map[batch.TableName]TableConfig, len(in.Tables))}
+	schemas := make([]batch.Schema, 0, len(in.Tables))
+	for _, t := range in.Tables {
+		tables.tables[t.Table()] = t
+		schemas = append(schemas, t.Spec.Schema)
 	}
-	defer r.close(ctx)
-	return r.run(ctx)
+	res, err := reader.Read(ctx, reader.Config{
+		Pipeline:    in.Pipeline,
+		Source:      in.Source,
+		Schemas:     schemas,
+		Limits:      batch.Limits{MaxRows: in.MaxRows, MaxBytes: int(in.MaxBytes), MaxWait: in.MaxWait},
+		RunFor:      in.RunFor,
+		ListEvery:   a.ListEvery,
+		Compression: a.Compression,
+	}, reader.Deps{
+		Store:  a.Staging,
+		Tables: tables,
+		OpenFetcher: func(ctx context.Context) (reader.Fetcher, error) {
+			f, err := source.OpenFetcher(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return f, nil
+		},
+		NewStream: func(opts source.StreamOptions) (reader.Stream, error) {
+			s, err := source.NewReader(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+		Heartbeat: func(ctx context.Context, progress reader.Result) {
+			activity.RecordHeartbeat(ctx, readStreamResult(progress))
+		},
+		Logger: logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
+	})
+	return readStreamResult(res), readerError(err)
 }
 
-// StageBatch stages one cut batch and signals its table's workflow (starting it when it does not
-// run). The file is staged before the signal, so a workflow never holds a ref to nothing; a crash
-// between the two leaves a staged file that the table's next LoadTable finds. Idempotent: the
-// same range re-staged overwrites, and the workflow de-duplicates refs.
-func StageBatch(ctx context.Context, store *staging.Store, tables TableStarter, table TableConfig, ref staging.BatchRef, data io.Reader) (staging.BatchRef, error) {
-	staged, err := store.Put(ctx, ref, data)
-	if err != nil {
-		return staging.BatchRef{}, err
+// readStreamResult is the activity's form of a reader run's result.
+func readStreamResult(r reader.Result) ReadStreamResult {
+	return ReadStreamResult{Position: r.Position, Confirmed: r.Confirmed, Batches: r.Batches, Rows: r.Rows}
+}
+
+// readerError gives an error of reader.Read its Temporal class: a SetupError or PoisonError
+// becomes non-retryable with its type, and a SourceError is classified by sourceError (its
+// permanence is the source's to say). Only the error Read returns is classified, not what it
+// wraps: a mark inside a SourceError (the handler's, which stopped the stream) stays retryable,
+// as the reader's errors always were.
+func readerError(err error) error {
+	switch e := err.(type) {
+	case *reader.SetupError:
+		return temporal.NewNonRetryableApplicationError(e.Msg, ErrTypeSourceSetup, e.Err)
+	case *reader.PoisonError:
+		return temporal.NewNonRetryableApplicationError(e.Msg, ErrTypePoisonBatch, e.Err)
+	case *reader.SourceError:
+		return sourceError(e.What, e.Err)
 	}
-	if err := tables.SignalBatch(ctx, table, staged); err != nil {
-		return staging.BatchRef{}, fmt.Errorf("signalling table %s of batch %s: %w", table.Table(), staged.Range(), err)
-	}
-	return staged, nil
+	return err
+}
+
+// tableSignals are the reader's Tables: the pipeline's TableConfigs, each with the schema the
+// reader follows now, delivered through the TableStarter.
+type tableSignals struct {
+	starter TableStarter
+	tables  map[batch.TableName]TableConfig
+}
+
+// config returns the table's config with the reader's current schema.
+func (s tableSignals) config(schema batch.Schema) TableConfig {
+	t := s.tables[schema.Table]
+	t.Spec.Schema = schema
+	return t
+}
+
+// SignalBatch delivers a staged batch to its table's workflow.
+func (s tableSignals) SignalBatch(ctx context.Context, schema batch.Schema, ref staging.BatchRef) error {
+	return s.starter.SignalBatch(ctx, s.config(schema), ref)
+}
+
+// Resync asks the table's workflow to backfill again.
+func (s tableSignals) Resync(ctx context.Context, schema batch.Schema) error {
+	return s.starter.Resync(ctx, s.config(schema))
 }
 
 // ConfirmablePosition is the position up to which the reader may confirm the slot: the lowest lo

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
@@ -35,7 +36,7 @@ type Snapshot struct {
 	Mem memory.Allocator
 
 	mu   sync.Mutex
-	open map[string]*heldSnapshot // by exported snapshot name
+	open map[string]*backfill.Session // by exported snapshot name
 }
 
 // SnapshotInfo describes an exported snapshot.
@@ -66,7 +67,7 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 	if err != nil {
 		return SnapshotInfo{}, sourceError("identifying the source of table "+in.Table.Table().String(), err)
 	}
-	a.release(ctx, func(h *heldSnapshot) bool { return h.table == in.Table.Table() })
+	a.release(ctx, func(h *backfill.Session) bool { return h.Table() == in.Table.Table() })
 	// The backfill begins with DiscardSnapshot, which may drop the target: create it again.
 	sink, err := a.Sinks.Sink(ctx, in.Table.Sink)
 	if err != nil {
@@ -86,9 +87,9 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 	}
 	a.mu.Lock()
 	if a.open == nil {
-		a.open = map[string]*heldSnapshot{}
+		a.open = map[string]*backfill.Session{}
 	}
-	a.open[snap.Name()] = &heldSnapshot{table: in.Table.Table(), snap: snap}
+	a.open[snap.Name()] = backfill.NewSession(in.Table.Table(), snap)
 	a.mu.Unlock()
 	logOrDiscard(a.Logger).Info("snapshot exported", "table", in.Table.Table().String(),
 		"lsn", batch.Position{LSN: snap.LSN()}.String(), "estimated_rows", est)
@@ -124,7 +125,7 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 		return CopyChunkResult{}, err
 	}
 	schema := in.Table.Spec.Schema
-	keys := keyIndexes(schema)
+	keys := backfill.KeyIndexes(schema)
 	if len(in.After) != 0 && len(in.After) != len(keys) {
 		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys)),
@@ -135,28 +136,28 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 		limit = 50_000
 	}
 	mem := a.allocator()
-	c, err := held.readChunk(ctx, mem, schema, in.After, limit)
-	var be *buildError
+	c, err := held.ReadChunk(ctx, mem, schema, in.After, limit)
+	var be *backfill.BuildError
 	if errors.As(err, &be) {
 		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.err), ErrTypePoisonBatch, be.err)
+			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.Err), ErrTypePoisonBatch, be.Err)
 	}
 	if err != nil {
 		return CopyChunkResult{}, sourceError(fmt.Sprintf("reading a chunk of table %s", schema.Table), err)
 	}
-	defer c.rec.Release()
-	activity.RecordHeartbeat(ctx, c.rows)
-	res := CopyChunkResult{Rows: int64(c.rows), Done: c.rows < limit}
-	if c.rows == 0 {
+	defer c.Rec.Release()
+	activity.RecordHeartbeat(ctx, c.Rows)
+	res := CopyChunkResult{Rows: int64(c.Rows), Done: c.Rows < limit}
+	if c.Rows == 0 {
 		res.Last = in.After
 		return res, nil
 	}
-	res.Last = c.last
+	res.Last = c.Last
 	if !res.Done {
-		// The next chunk is read while this one is written (see heldSnapshot).
-		held.readAheadFrom(ctx, mem, schema, res.Last, limit)
+		// The next chunk is read while this one is written (see backfill.Session).
+		held.ReadAheadFrom(ctx, mem, schema, res.Last, limit)
 	}
-	if err := a.applyRecord(ctx, in.Table, c.rec, batch.SourcePosition{}); err != nil {
+	if err := a.applyRecord(ctx, in.Table, c.Rec, batch.SourcePosition{}); err != nil {
 		return CopyChunkResult{}, err
 	}
 	return res, nil
@@ -177,7 +178,7 @@ func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) error {
 	if err := a.apply(ctx, in.Table, nil, in.Snapshot.Position); err != nil {
 		return err
 	}
-	a.release(ctx, func(h *heldSnapshot) bool { return h.snap.Name() == in.Snapshot.Name })
+	a.release(ctx, func(h *backfill.Session) bool { return h.Snapshot().Name() == in.Snapshot.Name })
 	logOrDiscard(a.Logger).Info("snapshot committed", "table", in.Table.Table().String(),
 		"lsn", in.Snapshot.Position.Position.String())
 	return nil
@@ -187,7 +188,7 @@ func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) error {
 // calls it on shutdown. (A function, not a method: every exported method of an activity struct
 // is registered as an activity.)
 func CloseSnapshots(ctx context.Context, a *Snapshot) {
-	a.release(ctx, func(*heldSnapshot) bool { return true })
+	a.release(ctx, func(*backfill.Session) bool { return true })
 }
 
 // allocator is the memory allocator of the chunks' records.
@@ -226,11 +227,11 @@ func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.Rec
 }
 
 // held returns the snapshot this worker holds under name, or a SnapshotSessionLost error.
-func (a *Snapshot) held(name string, table batch.TableName) (*heldSnapshot, error) {
+func (a *Snapshot) held(name string, table batch.TableName) (*backfill.Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h, ok := a.open[name]
-	if !ok || h.table != table {
+	if !ok || h.Table() != table {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("table %s: this worker does not hold snapshot %s (the worker that exported it is gone); the run re-snapshots", table, name),
 			ErrTypeSnapshotSessionLost, nil)
@@ -239,9 +240,9 @@ func (a *Snapshot) held(name string, table batch.TableName) (*heldSnapshot, erro
 }
 
 // release closes and forgets the held snapshots that match.
-func (a *Snapshot) release(ctx context.Context, match func(*heldSnapshot) bool) {
+func (a *Snapshot) release(ctx context.Context, match func(*backfill.Session) bool) {
 	a.mu.Lock()
-	var closing []*heldSnapshot
+	var closing []*backfill.Session
 	for name, h := range a.open {
 		if match(h) {
 			closing = append(closing, h)
@@ -250,9 +251,9 @@ func (a *Snapshot) release(ctx context.Context, match func(*heldSnapshot) bool) 
 	}
 	a.mu.Unlock()
 	for _, h := range closing {
-		h.stopReadAhead()
-		if err := h.snap.Close(context.WithoutCancel(ctx)); err != nil {
-			logOrDiscard(a.Logger).Warn("closing snapshot", "table", h.table.String(), "err", err)
+		h.StopReadAhead()
+		if err := h.Snapshot().Close(context.WithoutCancel(ctx)); err != nil {
+			logOrDiscard(a.Logger).Warn("closing snapshot", "table", h.Table().String(), "err", err)
 		}
 	}
 }
@@ -266,15 +267,4 @@ func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
 	return sinkError(in, "discarding the partial snapshot in", sink.DiscardSnapshot(ctx, in.Spec))
-}
-
-// keyIndexes returns the positions of the key columns in schema.
-func keyIndexes(schema batch.Schema) []int {
-	var keys []int
-	for i, c := range schema.Columns {
-		if c.Key {
-			keys = append(keys, i)
-		}
-	}
-	return keys
 }

@@ -8,12 +8,6 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// Phase is batch.Phase, the phase a batch belongs to (snapshot or stream).
-//
-// Deprecated: use batch.Phase. The alias remains only until the reader's staging code, being
-// moved out of package activities, stops converting to it; it is not a type of its own.
-type Phase = batch.Phase
-
 // MetadataColumn materializes one context column (__op, __pos, __commit_ts, __ingest_ts,
 // __snapshot, __phase, named without the underscores in From) under the name As.
 type MetadataColumn struct {

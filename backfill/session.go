@@ -1,4 +1,4 @@
-package activities
+package backfill
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 	"github.com/sluicecdc/sluice/source"
 )
 
-// heldSnapshot is an exported snapshot this worker holds for a table's session, and the chunk
-// read ahead of the one being applied.
+// Session is an exported snapshot a worker holds for a table's backfill, and the chunk read
+// ahead of the one being applied. It is safe for concurrent use.
 //
 // A backfill alternates between reading a chunk from Postgres and writing it to the sink; both
-// mostly wait on another process. So once CopyChunk has read chunk N it starts reading chunk
+// mostly wait on another process. So once the backfill has read chunk N it starts reading chunk
 // N+1 (the rows after N's last key, straight into its Arrow record) and only then applies N: at most one chunk is read ahead,
 // and nothing about the sink's writes changes (every chunk is still applied in key order, with
-// the snapshot's position committed only by EndSnapshot). The next CopyChunk takes the chunk
+// the snapshot's position committed only by EndSnapshot). The next ReadChunk takes the chunk
 // read ahead when it asks for exactly the rows after that key with the same size; any other
 // request (a retry, another cursor) waits for the read ahead to end, drops it and reads afresh.
-type heldSnapshot struct {
+type Session struct {
 	table batch.TableName
 	snap  *source.Snapshot
 
@@ -41,29 +41,43 @@ type readAhead struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when changes and err are set
 
-	chunk chunk
+	chunk Chunk
 	err   error
 }
 
-// chunk is one chunk of a snapshot as an Arrow record.
-type chunk struct {
-	rec  arrow.RecordBatch // the rows (the caller releases it)
-	rows int
-	last []string // key columns' text of the last row; nil when there are no rows
+// Chunk is one chunk of a snapshot as an Arrow record.
+type Chunk struct {
+	Rec  arrow.RecordBatch // the rows (the caller releases it)
+	Rows int
+	Last []string // key columns' text of the last row; nil when there are no rows
 }
 
-// buildError marks a row the record cannot hold (poison), as opposed to a failed read.
-type buildError struct{ err error }
+// BuildError marks a row the record cannot hold (poison), as opposed to a failed read.
+type BuildError struct{ Err error }
 
-func (e *buildError) Error() string { return e.err.Error() }
-func (e *buildError) Unwrap() error { return e.err }
+func (e *BuildError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the builder's error.
+func (e *BuildError) Unwrap() error { return e.Err }
+
+// NewSession returns the session of table's backfill under snap, which it closes never: the
+// caller closes snap after StopReadAhead.
+func NewSession(table batch.TableName, snap *source.Snapshot) *Session {
+	return &Session{table: table, snap: snap}
+}
+
+// Table returns the table the session backfills.
+func (h *Session) Table() batch.TableName { return h.table }
+
+// Snapshot returns the session's exported snapshot.
+func (h *Session) Snapshot() *source.Snapshot { return h.snap }
 
 // readRecord reads up to limit rows after the key after straight into an Arrow record: rows
 // never exist as Changes, their values go from the connection's buffer into the builders.
-func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (chunk, error) {
+func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (Chunk, error) {
 	b, err := batch.NewRecordBuilder(mem, schema)
 	if err != nil {
-		return chunk{}, &buildError{err}
+		return Chunk{}, &BuildError{err}
 	}
 	defer b.Release()
 	b.Reserve(limit)
@@ -80,7 +94,7 @@ func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, sch
 	formats := b.BinaryFormats()
 	last, err := h.snap.ScanChunk(ctx, schema, cursor(schema, after), limit, formats, func(c *batch.Change, raw [][]byte) error {
 		if err := b.AppendRow(c, raw, formats, ingest); err != nil {
-			return &buildError{err}
+			return &BuildError{err}
 		}
 		for j, v := range raw {
 			text[j] += len(v)
@@ -89,7 +103,7 @@ func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, sch
 		return nil
 	})
 	if err != nil {
-		return chunk{}, err
+		return Chunk{}, err
 	}
 	if n > 0 {
 		per := make([]float64, len(text))
@@ -100,25 +114,25 @@ func (h *heldSnapshot) readRecord(ctx context.Context, mem memory.Allocator, sch
 		h.textPerRow = per
 		h.mu.Unlock()
 	}
-	out := chunk{rec: b.NewRecord(), rows: n}
+	out := Chunk{Rec: b.NewRecord(), Rows: n}
 	if last != nil {
-		for _, k := range keyIndexes(schema) {
-			out.last = append(out.last, string(last[k].Text))
+		for _, k := range KeyIndexes(schema) {
+			out.Last = append(out.Last, string(last[k].Text))
 		}
 	}
 	return out, nil
 }
 
-// readChunk returns up to limit rows after the key after (nil for the first chunk): the chunk
+// ReadChunk returns up to limit rows after the key after (nil for the first chunk): the chunk
 // read ahead when it matches, otherwise a fresh read under ctx.
-func (h *heldSnapshot) readChunk(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (chunk, error) {
+func (h *Session) ReadChunk(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (Chunk, error) {
 	if ra := h.swapReadAhead(nil); ra != nil {
 		// The snapshot's connection reads one query at a time: whatever ra is, wait for it.
 		select {
 		case <-ra.done:
 		case <-ctx.Done():
 			ra.abandon() // breaks the read; the run's next attempt fails on the snapshot and re-snapshots
-			return chunk{}, ctx.Err()
+			return Chunk{}, ctx.Err()
 		}
 		ra.cancel()
 		if ra.limit == limit && slices.Equal(ra.after, after) {
@@ -130,7 +144,7 @@ func (h *heldSnapshot) readChunk(ctx context.Context, mem memory.Allocator, sche
 }
 
 // swapReadAhead makes ra the chunk read ahead (nil: none) and returns the one it replaces.
-func (h *heldSnapshot) swapReadAhead(ra *readAhead) *readAhead {
+func (h *Session) swapReadAhead(ra *readAhead) *readAhead {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.next
@@ -147,15 +161,15 @@ func (ra *readAhead) abandon() {
 
 // release frees the record of a chunk read ahead that nobody takes.
 func (ra *readAhead) release() {
-	if ra.chunk.rec != nil {
-		ra.chunk.rec.Release()
-		ra.chunk.rec = nil
+	if ra.chunk.Rec != nil {
+		ra.chunk.Rec.Release()
+		ra.chunk.Rec = nil
 	}
 }
 
-// readAheadFrom starts reading the chunk after the key after in the background. The read
-// outlives the activity that starts it (the next CopyChunk takes it); stopReadAhead ends it.
-func (h *heldSnapshot) readAheadFrom(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) {
+// ReadAheadFrom starts reading the chunk after the key after in the background. The read
+// outlives the ctx that starts it (the next ReadChunk takes it); StopReadAhead ends it.
+func (h *Session) ReadAheadFrom(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ra := &readAhead{after: after, limit: limit, cancel: cancel, done: make(chan struct{})}
 	if old := h.swapReadAhead(ra); old != nil {
@@ -167,9 +181,9 @@ func (h *heldSnapshot) readAheadFrom(ctx context.Context, mem memory.Allocator, 
 	}()
 }
 
-// stopReadAhead cancels the chunk read ahead, if any, and waits for its goroutine to end. It is
+// StopReadAhead cancels the chunk read ahead, if any, and waits for its goroutine to end. It is
 // called before the snapshot is closed.
-func (h *heldSnapshot) stopReadAhead() {
+func (h *Session) StopReadAhead() {
 	if ra := h.swapReadAhead(nil); ra != nil {
 		ra.abandon()
 	}
@@ -182,8 +196,19 @@ func cursor(schema batch.Schema, after []string) []batch.Value {
 		return nil
 	}
 	row := make([]batch.Value, len(schema.Columns))
-	for i, k := range keyIndexes(schema) {
+	for i, k := range KeyIndexes(schema) {
 		row[k] = batch.Value{Text: []byte(after[i])}
 	}
 	return row
+}
+
+// KeyIndexes returns the positions of the key columns in schema.
+func KeyIndexes(schema batch.Schema) []int {
+	var keys []int
+	for i, c := range schema.Columns {
+		if c.Key {
+			keys = append(keys, i)
+		}
+	}
+	return keys
 }

@@ -1,4 +1,4 @@
-package activities
+package reader
 
 import (
 	"context"
@@ -9,6 +9,12 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
+// Lister lists a pipeline's staged batches: the ones no table has acknowledged yet, from this
+// run and earlier ones (staging.Store.ListPipeline). It is called concurrently with Put.
+type Lister interface {
+	ListPipeline(ctx context.Context, pipeline string) ([]staging.BatchRef, error)
+}
+
 // held tracks what the reader may not yet confirm to the slot: changes buffered in memory and
 // batches staged but not yet acknowledged by their table's commit. It answers the source
 // reader's SafeFunc and is safe for concurrent use.
@@ -16,8 +22,10 @@ import (
 // Staged batches are known two ways: the ones this run staged (remembered at Put) and the
 // pipeline's listing of the staging store (which also holds earlier runs' batches). A batch this
 // run staged is forgotten only when a listing that began after its Put no longer shows it, i.e.
-// when its commit acknowledged it.
+// when its commit acknowledged it. A batch whose commit failed stays staged, so it stays in every
+// listing and holds the slot until its table commits it.
 type held struct {
+	now      func() time.Time
 	mu       sync.Mutex
 	buffered map[batch.TableName]batch.Position // first buffered change per table
 	staged   map[string]stagedAt                // this run's batches by URI
@@ -29,8 +37,9 @@ type stagedAt struct {
 	at time.Time
 }
 
-func newHeld() *held {
-	return &held{buffered: map[batch.TableName]batch.Position{}, staged: map[string]stagedAt{}}
+// newHeld returns an empty tracker that reads the time from now.
+func newHeld(now func() time.Time) *held {
+	return &held{now: now, buffered: map[batch.TableName]batch.Position{}, staged: map[string]stagedAt{}}
 }
 
 // setBuffered records the first buffered change of a table, or that none is buffered.
@@ -53,8 +62,8 @@ func (h *held) addStaged(ref staging.BatchRef, at time.Time) {
 
 // refresh lists the pipeline's staged batches and forgets this run's batches that were
 // acknowledged since.
-func (h *held) refresh(ctx context.Context, store *staging.Store, pipeline string) error {
-	began := time.Now()
+func (h *held) refresh(ctx context.Context, store Lister, pipeline string) error {
+	began := h.now()
 	refs, err := store.ListPipeline(ctx, pipeline)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package activities
+package backfill
 
 import (
 	"context"
@@ -98,35 +98,35 @@ func TestReadAheadCopiesEveryRowOnce(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			h := &heldSnapshot{table: table, snap: snap}
-			defer h.stopReadAhead()
+			h := NewSession(table, snap)
+			defer h.StopReadAhead()
 			got := map[int64]string{}
 			var after []string
 			const limit = 400
 			for i := 0; ; i++ {
-				c, err := h.readChunk(ctx, mem, schema, after, limit)
+				c, err := h.ReadChunk(ctx, mem, schema, after, limit)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rows := chunkRows(t, c.rec)
-				done := c.rows < limit
+				rows := chunkRows(t, c.Rec)
+				done := c.Rows < limit
 				if !done {
-					h.readAheadFrom(ctx, mem, schema, c.last, limit)
+					h.ReadAheadFrom(ctx, mem, schema, c.Last, limit)
 				}
 				if i == tt.retryAt {
-					again, err := h.readChunk(ctx, mem, schema, after, limit)
+					again, err := h.ReadChunk(ctx, mem, schema, after, limit)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if diff := diffNotes(rows, chunkRows(t, again.rec)); diff != "" {
+					if diff := diffNotes(rows, chunkRows(t, again.Rec)); diff != "" {
 						t.Fatalf("chunk %d read again differs: %s", i, diff)
 					}
-					again.rec.Release()
+					again.Rec.Release()
 				}
 				if i == tt.abandonAt {
-					h.stopReadAhead()
+					h.StopReadAhead()
 				}
-				c.rec.Release()
+				c.Rec.Release()
 				for id, note := range rows {
 					if _, dup := got[id]; dup {
 						t.Fatalf("id %d copied twice (chunk %d)", id, i)
@@ -136,11 +136,27 @@ func TestReadAheadCopiesEveryRowOnce(t *testing.T) {
 				if done {
 					break
 				}
-				after = c.last
+				after = c.Last
 			}
 			if diff := diffNotes(want, got); diff != "" {
 				t.Fatalf("rows copied differ from the snapshot's: %s", diff)
 			}
 		})
 	}
+}
+
+// diffNotes describes how got differs from want, key by key; "" when they are equal.
+func diffNotes(want, got map[int64]string) string {
+	var out string
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			out += fmt.Sprintf("key %d = %q (present %v), want %q\n", k, g, ok, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			out += fmt.Sprintf("key %d = %q should not be visible\n", k, g)
+		}
+	}
+	return out
 }

@@ -1,0 +1,223 @@
+package reader
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// handle receives the stream's events on the stream's goroutine.
+func (r *run) handle(ctx context.Context, ev source.Event) error {
+	now := r.now()
+	switch e := ev.(type) {
+	case *source.ChangeEvent:
+		t, ok := r.tables[e.Table]
+		if !ok {
+			return nil
+		}
+		before := t.buf.Len()
+		var err error
+		r.cuts, err = t.buf.Add(r.cuts[:0], e.Change, now)
+		if err != nil {
+			return err
+		}
+		switch {
+		case t.buf.Len() == 0:
+			t.pending = false
+		case before == 0 || len(r.cuts) > 0:
+			t.first, t.pending = e.Change.Pos, true
+		}
+		if err := r.stage(ctx, t, r.cuts); err != nil {
+			return err
+		}
+		r.held.setBuffered(e.Table, t.first, t.pending)
+	case *source.CommitEvent:
+		r.result.Position.Position = batch.Position{LSN: e.LSN}
+	case *source.ProgressEvent:
+		if r.deps.Heartbeat != nil {
+			r.deps.Heartbeat(ctx, r.result)
+		}
+		if e.CaughtUp && !r.caughtUp {
+			r.caughtUp = true
+			return r.flushCaughtUp(ctx)
+		}
+		return r.tick(ctx, now)
+	case *source.SchemaEvent:
+		return r.schemaChanged(ctx, e)
+	case *source.TruncateEvent:
+		return r.truncated(ctx, e)
+	}
+	return nil
+}
+
+// tick cuts the batches whose MaxWait passed.
+func (r *run) tick(ctx context.Context, now time.Time) error {
+	for name, t := range r.tables {
+		if t.buf.Len() == 0 {
+			continue
+		}
+		r.cuts = t.buf.Tick(r.cuts[:0], now)
+		if len(r.cuts) == 0 {
+			continue
+		}
+		if err := r.stage(ctx, t, r.cuts); err != nil {
+			return err
+		}
+		t.pending = t.buf.Len() > 0 // a Tick cuts everything buffered
+		r.held.setBuffered(name, t.first, t.pending)
+	}
+	return nil
+}
+
+// flushCaughtUp stages every table's buffer once the backlog a run started with has been read
+// (after a restart, a deploy or a pause): its tail reaches the sink now instead of one MaxWait
+// later. Only the first time: afterwards a keepalive between transactions is the normal state of
+// a quiet stream, whose batches MaxWait shapes.
+func (r *run) flushCaughtUp(ctx context.Context) error {
+	for _, t := range r.tables {
+		if t.buf.Len() == 0 {
+			continue
+		}
+		if err := r.flush(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush stages everything a table has buffered.
+func (r *run) flush(ctx context.Context, t *table) error {
+	r.cuts = t.buf.Flush(r.cuts[:0])
+	if err := r.stage(ctx, t, r.cuts); err != nil {
+		return err
+	}
+	t.pending = false
+	r.held.setBuffered(t.schema.Table, t.first, false)
+	return nil
+}
+
+// schemaChanged stages the table's buffered changes under the old schema, then follows the new
+// one. Added columns reach the sink, whose EnsureTable evolves the target when the table's
+// workflow commits the first batch that carries them. Columns added with a default resync the
+// table (their values in existing rows are not in the WAL).
+//
+// A renamed table (or changes under a name the pipeline does not know) stops the reader: its
+// changes would otherwise be skipped silently. The operator updates tables[].source and restarts.
+func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
+	t, ok := r.tables[e.Table]
+	if e.Renamed || !ok {
+		old := "a table the pipeline does not know"
+		if e.Old != nil {
+			old = e.Old.Table.String()
+		}
+		return &SetupError{Msg: fmt.Sprintf(
+			"pipeline %s: %s now streams as %s (renamed or moved) at %s; the reader stops rather than skip its changes: "+
+				"set tables[].source to %s in the config, restart the pipeline and resync the table",
+			r.cfg.Pipeline, old, e.Table, e.Pos, e.Table)}
+	}
+	if err := r.flush(ctx, t); err != nil {
+		return err
+	}
+	r.log.Warn("table schema changed", "table", e.Table.String(), "pos", e.Pos.String(),
+		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped)
+	if err := t.setSchema(e.New); err != nil {
+		return err
+	}
+	// A column added with a default holds it in every existing row, but Postgres writes none of
+	// those rows to the WAL: following the stream alone would leave NULL there in the sink for
+	// every row not changed since. Only a new snapshot reads them, as after a TRUNCATE.
+	defaulted, err := r.fetcher.ColumnsWithDefaults(ctx, e.Table, e.Added)
+	if err != nil {
+		return fmt.Errorf("table %s: checking the columns added at %s for defaults: %w", e.Table, e.Pos, err)
+	}
+	if len(defaulted) > 0 {
+		r.log.Warn("columns added with a default: resyncing the table from a new snapshot, since their values in existing rows never stream",
+			"table", e.Table.String(), "pos", e.Pos.String(), "columns", defaulted)
+		if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
+			return fmt.Errorf("asking table %s to resync after columns %v were added with a default at %s: %w", e.Table, defaulted, e.Pos, err)
+		}
+	}
+	return nil
+}
+
+// truncated stages what the table buffered before the TRUNCATE, then asks its workflow to resync.
+func (r *run) truncated(ctx context.Context, e *source.TruncateEvent) error {
+	t, ok := r.tables[e.Table]
+	if !ok {
+		return nil
+	}
+	if err := r.flush(ctx, t); err != nil {
+		return err
+	}
+	r.log.Warn("table truncated: resyncing it from a new snapshot", "table", e.Table.String(), "pos", e.Pos.String())
+	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
+		return fmt.Errorf("asking table %s to resync after its TRUNCATE at %s: %w", e.Table, e.Pos, err)
+	}
+	return nil
+}
+
+// stage collapses, completes and writes each cut, stages the file and signals the table.
+//
+// Until a cut is staged, the table is held at the cut's first change (lower than anything still
+// buffered), so the slot is never confirmed past changes that are in neither place.
+func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
+	if len(cuts) > 0 {
+		r.held.setBuffered(t.schema.Table, cuts[0].Lo, true)
+	}
+	for i := range cuts {
+		c := &cuts[i]
+		rows, err := t.col.Collapse(c.Changes)
+		if err != nil {
+			return err
+		}
+		if rows, err = r.fetcher.Fill(ctx, t.schema, rows); err != nil {
+			return fmt.Errorf("fetching unchanged TOAST values of table %s: %w", c.Table, err)
+		}
+		rec, err := t.rec.Build(rows, r.now())
+		if err != nil {
+			return &PoisonError{Msg: fmt.Sprintf("table %s: batch %s..%s cannot be converted: %v", c.Table, c.Lo, c.Hi, err), Err: err}
+		}
+		lo := batch.SourcePosition{Source: r.cfg.Source, Position: c.Lo}
+		hi := batch.SourcePosition{Source: r.cfg.Source, Position: c.Hi}
+		var buf bytes.Buffer
+		compression := r.cfg.Compression
+		if compression == "" {
+			compression = batch.CompressionZstd
+		}
+		err = batch.WriteFile(&buf, rec, batch.FileHeader{Table: c.Table, Lo: lo, Hi: hi, Phase: c.Phase, Columns: t.schema.Columns}, compression)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		ref := staging.BatchRef{Pipeline: r.cfg.Pipeline, Table: c.Table, Lo: lo, Hi: hi, Rows: int64(len(rows)),
+			Bytes: int64(buf.Len()), Phase: c.Phase, FirstCommit: rows[0].CommitTS}
+		staged, err := r.stageBatch(ctx, t, ref, &buf)
+		if err != nil {
+			return fmt.Errorf("staging batch %s of table %s: %w", ref.Range(), c.Table, err)
+		}
+		r.held.addStaged(staged, r.now())
+		r.result.Batches++
+		r.result.Rows += int64(len(rows))
+	}
+	return nil
+}
+
+// stageBatch stages one batch file and signals its table. The file is staged before the signal,
+// so a table never holds a ref to nothing; a crash between the two leaves a staged file that the
+// table's next load finds. Idempotent: the same range re-staged overwrites, and the table
+// de-duplicates refs.
+func (r *run) stageBatch(ctx context.Context, t *table, ref staging.BatchRef, data *bytes.Buffer) (staging.BatchRef, error) {
+	staged, err := r.deps.Store.Put(ctx, ref, data)
+	if err != nil {
+		return staging.BatchRef{}, err
+	}
+	if err := r.deps.Tables.SignalBatch(ctx, t.schema, staged); err != nil {
+		return staging.BatchRef{}, fmt.Errorf("signalling table %s of batch %s: %w", t.schema.Table, staged.Range(), err)
+	}
+	return staged, nil
+}

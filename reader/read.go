@@ -1,0 +1,285 @@
+package reader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// Defaults of a run.
+const (
+	defaultMaxRows   = 100_000
+	defaultMaxBytes  = 64 << 20
+	defaultMaxWait   = time.Second
+	defaultRunFor    = time.Hour
+	defaultListEvery = 5 * time.Second
+)
+
+// Config says what one run reads, how it cuts batches and for how long.
+type Config struct {
+	Pipeline string
+	// Source is the source the positions of the staged batches belong to.
+	Source batch.SourceID
+	// Schemas are the pipeline's tables as set up; the stream's SchemaEvents change them.
+	Schemas []batch.Schema
+	// Limits cut a table's batch at MaxRows rows, MaxBytes bytes or MaxWait after its first
+	// row, whichever comes first. A zero field takes the default (100,000 rows, 64 MiB, 1 s).
+	Limits batch.Limits
+	// RunFor bounds the run; 0 means an hour.
+	RunFor time.Duration
+	// ListEvery is how often the run lists the staging store to learn which batches were
+	// acknowledged (which lets it confirm the slot further); 0 means 5 seconds.
+	ListEvery time.Duration
+	// Compression of the staged batch files; empty means zstd.
+	Compression batch.Compression
+}
+
+// Stream is the replication stream of the pipeline's slot (a *source.Reader).
+type Stream interface {
+	// Run streams until ctx ends or h or the connection fails (see source.Reader.Run).
+	Run(ctx context.Context, h source.Handler) error
+	// Confirmed returns the last position confirmed to the slot.
+	Confirmed() uint64
+}
+
+// Fetcher reads from the source what the stream leaves out (a *source.Fetcher).
+type Fetcher interface {
+	// Fill sets the unchanged TOAST values of changes (see source.Fetcher.Fill).
+	Fill(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error)
+	// ColumnsWithDefaults returns which of a table's columns cols have a default.
+	ColumnsWithDefaults(ctx context.Context, table batch.TableName, cols []string) ([]string, error)
+	// Close closes the fetcher's connection.
+	Close(ctx context.Context) error
+}
+
+// Store is the pipeline's staging store (a *staging.Store).
+type Store interface {
+	Lister
+	// Put stages one batch file and returns its ref with the URI set; re-staging a range
+	// overwrites it.
+	Put(ctx context.Context, ref staging.BatchRef, data io.Reader) (staging.BatchRef, error)
+}
+
+// Tables delivers to the tables' workflows. A table is named by its current schema, which
+// changes with the stream's SchemaEvents. Both methods are idempotent and safe for concurrent
+// use.
+type Tables interface {
+	// SignalBatch delivers a staged batch to its table, starting the table when it does not run.
+	SignalBatch(ctx context.Context, schema batch.Schema, ref staging.BatchRef) error
+	// Resync asks the table to discard its target and backfill it again from a new snapshot.
+	Resync(ctx context.Context, schema batch.Schema) error
+}
+
+// Deps are what a run reads from and writes to.
+type Deps struct {
+	Store  Store
+	Tables Tables
+	// OpenFetcher connects the run's fetcher; the run closes it.
+	OpenFetcher func(ctx context.Context) (Fetcher, error)
+	// NewStream returns the run's stream with the given options; it connects to nothing yet.
+	NewStream func(opts source.StreamOptions) (Stream, error)
+	// Heartbeat, when set, reports the run's progress at every ProgressEvent of the stream.
+	Heartbeat func(ctx context.Context, progress Result)
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Result reports one run.
+type Result struct {
+	Position  batch.SourcePosition // everything up to here is staged
+	Confirmed batch.SourcePosition // the slot is confirmed up to here
+	Batches   int64
+	Rows      int64
+}
+
+// Read streams the pipeline's slot until cfg.RunFor passes (a clean end: nil), ctx ends or a
+// failure. It splits changes per table, cuts batches, stages each (the file first, then the
+// table's signal, so a table never holds a ref to nothing) and confirms the slot only up to what
+// no table still holds: buffered changes and staged batches that their table has not committed
+// and acknowledged. A TRUNCATE of a table, or columns added with a default, ask that table to
+// resync. On a failure the Result says what the run did until then.
+func Read(ctx context.Context, cfg Config, deps Deps) (Result, error) {
+	r, err := newRun(ctx, cfg, deps)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.close(ctx)
+	return r.run(ctx)
+}
+
+// run is one Read: the per-table buffers and the state it reports.
+type run struct {
+	cfg     Config
+	deps    Deps
+	log     *slog.Logger
+	now     func() time.Time
+	held    *held
+	fetcher Fetcher
+	tables  map[batch.TableName]*table
+	cuts    []batch.Cut
+	result  Result
+	maxWait time.Duration
+	// caughtUp is set at the first ProgressEvent.CaughtUp: the backlog the run started with has
+	// been read.
+	caughtUp bool
+}
+
+// table is one table's buffer, collapser and record builder.
+type table struct {
+	schema  batch.Schema
+	buf     *batch.Buffer
+	col     *batch.Collapser
+	rec     *batch.RecordBuilder
+	first   batch.Position
+	pending bool
+}
+
+// tickEvery is how often the reader checks its buffers for batches whose MaxWait has passed: a
+// tenth of it, between 10 ms and 1 s, so a batch is cut at most that late. (Every check was a
+// second apart before, which held a batch up to a second past its MaxWait: a flush interval of
+// 1 s cut batches 1-2 s after their first row.)
+func tickEvery(maxWait time.Duration) time.Duration {
+	return min(max(maxWait/10, 10*time.Millisecond), time.Second)
+}
+
+func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
+	limits := cfg.Limits
+	if limits.MaxRows <= 0 {
+		limits.MaxRows = defaultMaxRows
+	}
+	if limits.MaxBytes <= 0 {
+		limits.MaxBytes = defaultMaxBytes
+	}
+	if limits.MaxWait <= 0 {
+		limits.MaxWait = defaultMaxWait
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &run{cfg: cfg, deps: deps, log: log, now: now, held: newHeld(now),
+		tables: map[batch.TableName]*table{}, maxWait: limits.MaxWait}
+	r.result.Position = batch.SourcePosition{Source: cfg.Source}
+	for _, s := range cfg.Schemas {
+		t := &table{}
+		var err error
+		if t.buf, err = batch.NewBuffer(s.Table, limits); err != nil {
+			r.close(ctx)
+			return nil, &SetupError{Msg: err.Error(), Err: err}
+		}
+		if err := t.setSchema(s); err != nil {
+			r.close(ctx)
+			return nil, err
+		}
+		r.tables[s.Table] = t
+	}
+	f, err := deps.OpenFetcher(ctx)
+	if err != nil {
+		r.close(ctx)
+		return nil, &SourceError{What: "connecting to the source of pipeline " + cfg.Pipeline, Err: err}
+	}
+	r.fetcher = f
+	return r, nil
+}
+
+func (t *table) setSchema(s batch.Schema) error {
+	col, err := batch.NewCollapser(s)
+	if err != nil {
+		return &SetupError{Msg: err.Error(), Err: err}
+	}
+	rec, err := batch.NewRecordBuilder(memory.DefaultAllocator, s)
+	if err != nil {
+		return &SetupError{Msg: fmt.Sprintf("table %s: %v", s.Table, err), Err: err}
+	}
+	if t.rec != nil {
+		t.rec.Release()
+	}
+	t.schema, t.col, t.rec = s, col, rec
+	return nil
+}
+
+func (r *run) close(ctx context.Context) {
+	for _, t := range r.tables {
+		if t.rec != nil {
+			t.rec.Release()
+		}
+	}
+	if r.fetcher != nil {
+		_ = r.fetcher.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// run streams until RunFor passes (a clean end: the workflow continues as new) or a failure.
+func (r *run) run(ctx context.Context) (Result, error) {
+	if err := r.held.refresh(ctx, r.deps.Store, r.cfg.Pipeline); err != nil {
+		return r.result, fmt.Errorf("listing staged batches of pipeline %s: %w", r.cfg.Pipeline, err)
+	}
+	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Safe: r.held.safe, Logger: r.log,
+		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld})
+	if err != nil {
+		return r.result, &SourceError{What: "starting the stream of pipeline " + r.cfg.Pipeline, Err: err}
+	}
+	runFor := r.cfg.RunFor
+	if runFor <= 0 {
+		runFor = defaultRunFor
+	}
+	runCtx, stop := context.WithTimeout(ctx, runFor)
+	defer stop()
+	listEvery := r.cfg.ListEvery
+	if listEvery <= 0 {
+		listEvery = defaultListEvery
+	}
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return stream.Run(gctx, r.handle) })
+	g.Go(func() error {
+		t := time.NewTicker(listEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-t.C:
+				if err := r.held.refresh(gctx, r.deps.Store, r.cfg.Pipeline); err != nil && gctx.Err() == nil {
+					r.log.Warn("listing staged batches; the slot is confirmed from the last listing", "err", err)
+				}
+			}
+		}
+	})
+	err = g.Wait()
+	r.result.Confirmed = batch.SourcePosition{Source: r.cfg.Source, Position: batch.Position{LSN: stream.Confirmed()}}
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return r.result, nil // RunFor passed: buffered changes are re-read by the next run
+	}
+	if err == nil {
+		return r.result, nil
+	}
+	if ctx.Err() != nil {
+		return r.result, ctx.Err()
+	}
+	return r.result, &SourceError{What: "streaming pipeline " + r.cfg.Pipeline, Err: err}
+}
+
+// refreshHeld lists the staged batches once more when the stream stops, so its last status
+// update confirms what the tables committed since the previous listing (up to ListEvery ago): a
+// clean stop and restart then does not read those transactions from the slot again.
+func (r *run) refreshHeld(ctx context.Context) {
+	if err := r.held.refresh(ctx, r.deps.Store, r.cfg.Pipeline); err != nil {
+		r.log.Warn("listing staged batches before the last status update; the slot is confirmed from the previous listing", "err", err)
+	}
+}
