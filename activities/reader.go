@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -109,18 +110,20 @@ func readStreamResult(r reader.Result) ReadStreamResult {
 }
 
 // readerError gives an error of reader.Read its Temporal class: a SetupError or PoisonError
-// becomes non-retryable with its type, and a SourceError is classified by sourceError (its
-// permanence is the source's to say). Only the error Read returns is classified, not what it
-// wraps: a mark inside a SourceError (the handler's, which stopped the stream) stays retryable,
-// as the reader's errors always were.
+// becomes non-retryable with its type, also when it arrives wrapped in a SourceError (the
+// handler's error that stopped the stream: a table renamed under the reader, a batch that cannot
+// be converted), since reading again meets the same changes; any other SourceError is classified
+// by sourceError (its permanence is the source's to say). Temporal honours a non-retryable mark
+// only on the error an activity returns, never on one it wraps, so the mark is made here.
 func readerError(err error) error {
-	switch e := err.(type) {
-	case *reader.SetupError:
-		return temporal.NewNonRetryableApplicationError(e.Msg, ErrTypeSourceSetup, e.Err)
-	case *reader.PoisonError:
-		return temporal.NewNonRetryableApplicationError(e.Msg, ErrTypePoisonBatch, e.Err)
-	case *reader.SourceError:
-		return sourceError(e.What, e.Err)
+	if setup, ok := errors.AsType[*reader.SetupError](err); ok {
+		return temporal.NewNonRetryableApplicationError(setup.Msg, ErrTypeSourceSetup, setup.Err)
+	}
+	if poison, ok := errors.AsType[*reader.PoisonError](err); ok {
+		return temporal.NewNonRetryableApplicationError(poison.Msg, ErrTypePoisonBatch, poison.Err)
+	}
+	if src, ok := errors.AsType[*reader.SourceError](err); ok {
+		return sourceError(src.What, src.Err)
 	}
 	return err
 }

@@ -1,0 +1,51 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/reader"
+)
+
+// TestReaderErrorClass checks the Temporal class the reader's errors get, wrapped or not: a
+// table renamed under the reader or a batch that cannot be converted stops the run instead of
+// being read again forever.
+func TestReaderErrorClass(t *testing.T) {
+	t.Parallel()
+	setup := &reader.SetupError{Msg: "pipeline p: public.orders now streams as public.orders_v2"}
+	poison := &reader.PoisonError{Msg: "batch cannot be converted", Err: errors.New("bad value")}
+	cases := []struct {
+		name         string
+		err          error
+		nonRetryable bool
+		errType      string
+	}{
+		{"setup", setup, true, ErrTypeSourceSetup},
+		{"poison", poison, true, ErrTypePoisonBatch},
+		{"setup inside the stream's error", &reader.SourceError{What: "streaming pipeline p", Err: setup}, true, ErrTypeSourceSetup},
+		{"poison inside the stream's error", &reader.SourceError{What: "streaming pipeline p", Err: fmt.Errorf("handling: %w", poison)}, true, ErrTypePoisonBatch},
+		{"transient stream failure", &reader.SourceError{What: "streaming pipeline p", Err: errors.New("connection reset")}, false, ""},
+		{"plain error", errors.New("boom"), false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := readerError(c.err)
+			app, ok := errors.AsType[*temporal.ApplicationError](got)
+			if !c.nonRetryable {
+				if ok && app.NonRetryable() {
+					t.Fatalf("readerError(%v) is non-retryable, want retryable", c.err)
+				}
+				return
+			}
+			// Temporal reads only the returned error's own type: the mark must be on it.
+			app, ok = got.(*temporal.ApplicationError)
+			if !ok || !app.NonRetryable() || app.Type() != c.errType {
+				t.Fatalf("readerError(%v) = %#v, want a non-retryable %s application error returned as it is", c.err, got, c.errType)
+			}
+		})
+	}
+}
