@@ -202,7 +202,7 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 						return localrun.Table{}, err
 					}
 					universe := keys([2]int{1, 5000}, [2]int{1000000, top}, [2]int{200001, 200500}, [2]int{900000, 900000})
-					return dest.read(p, target, universe)(ctx)
+					return dest.read(p, target, e2eColumns, universe)(ctx)
 				}, e2eColumns)
 			}
 		}},
