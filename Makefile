@@ -11,6 +11,11 @@ TEST_TIMEOUT ?= 45m
 # The end-to-end tests mostly wait (backfills, heartbeat timeouts after a killed worker), so
 # four run at once on two cores; each has its own database, task queue and directories.
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+# The fault points (internal/faults) exist only in a build with this tag; nothing shipped has
+# it. The end-to-end tests build their workers with it themselves (localrun.FaultsTag); the two
+# packages whose code differs with it are vetted and unit-tested both ways.
+FAULTS_TAG := faults
+FAULTS_PKGS := ./internal/faults/ ./worker/
 
 .PHONY: tools services test vet workflowcheck demo stop status bench
 
@@ -22,6 +27,7 @@ services: tools
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(FAULTS_TAG) $(FAULTS_PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 workflowcheck:
@@ -30,6 +36,7 @@ workflowcheck:
 test: tools vet workflowcheck
 	@$(GO) run ./cmd/devstack start
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./...
+	$(GO) test -count=1 -short -tags $(FAULTS_TAG) $(FAULTS_PKGS)
 
 demo: tools
 	@scripts/demo.sh

@@ -37,24 +37,13 @@ func commitFaultUniverse() []string {
 	return keys([2]int{1, commitFaultSeed}, [2]int{commitFaultBase, commitFaultBase + commitFaultRounds*commitFaultInserts - 1})
 }
 
-// commitFaultSink opens a pipeline of public.items (commitFaultSeed rows) into one sink and
-// returns the reader that shows the target as a user of the sink sees it.
-type commitFaultSink struct {
-	name string
-	open func(t *testing.T) (*icebergPipeline, sinkReader)
-}
-
-func icebergCommitFaultSink() commitFaultSink {
-	return commitFaultSink{"iceberg", func(t *testing.T) (*icebergPipeline, sinkReader) {
-		p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, commitFaultSeed))
-		return p, icebergReader(p, "raw.items")
-	}}
-}
-
-// icebergReader reads target with deletes applied over e2eColumns (ScanIceberg fails on a key
-// visible twice).
-func icebergReader(p *icebergPipeline, target string) sinkReader {
-	return icebergColumnsReader(p, target, e2eColumns)
+// commitFaultPipeline opens a pipeline of public.items (commitFaultSeed rows) into dest and
+// returns the reader that shows the target as a user of the sink sees it, over e2eColumns.
+func commitFaultPipeline(t *testing.T, dest destination) (*icebergPipeline, sinkReader) {
+	t.Helper()
+	target := dest.target("items")
+	p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, commitFaultSeed))
+	return p, dest.read(p, target, e2eColumns, commitFaultUniverse())
 }
 
 // icebergColumnsReader reads columns of target, keyed by id, from the pipeline's Iceberg sink.
@@ -255,21 +244,12 @@ func tableFailed(ctx context.Context, p *icebergPipeline) (string, error) {
 // the source key by key, with no key visible twice (issue 8, fault 1).
 func TestWorkerKilledAtCommitPoints(t *testing.T) {
 	t.Parallel()
-	cases := []commitFaultSink{
-		icebergCommitFaultSink(),
-		{"clickhouse", func(t *testing.T) (*icebergPipeline, sinkReader) {
-			return clickhousePipeline(t, itemsDDL, itemsSeed(1, commitFaultSeed))
-		}},
-		{"couchbase", func(t *testing.T) (*icebergPipeline, sinkReader) {
-			return couchbasePipeline(t, commitFaultUniverse(), itemsDDL, itemsSeed(1, commitFaultSeed))
-		}},
-	}
 	points := []faults.Point{faults.CommitBeforeWrite, faults.CommitAfterWrite}
-	for _, sink := range cases {
+	for _, sink := range everySink() {
 		for _, point := range points {
 			t.Run(sink.name+"/"+string(point), func(t *testing.T) {
 				t.Parallel()
-				p, read := sink.open(t)
+				p, read := commitFaultPipeline(t, sink.dest(t))
 				w, failure := armedWorker(t, p, point)
 				if failure != "" {
 					w.stop(t)
@@ -297,7 +277,7 @@ func TestWorkerKilledAtCommitPoints(t *testing.T) {
 // the staged file, and the table stops with StagedBatchMissing).
 func TestBrokenCommitPathIsCaught(t *testing.T) {
 	t.Parallel()
-	p, read := icebergCommitFaultSink().open(t)
+	p, read := commitFaultPipeline(t, icebergDestination(t))
 	w, failure := armedWorker(t, p, faults.CommitAckBeforeWrite)
 
 	// Wait for the end state: the table's run failed, or it never will and the sink settles.

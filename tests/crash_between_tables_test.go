@@ -39,10 +39,10 @@ func multiTableTxn(i int) string {
 // commit side, and a killed reader only adds its one-minute heartbeat timeout.
 func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 	t.Parallel()
-	for _, fs := range faultSinks() {
-		t.Run(fs.name, func(t *testing.T) {
+	for _, sk := range everySink() {
+		t.Run(sk.name, func(t *testing.T) {
 			t.Parallel()
-			crashBetweenTwoTables(t, fs)
+			crashBetweenTwoTables(t, sk)
 		})
 	}
 }
@@ -50,14 +50,14 @@ func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
 // crashTxns is the number of transactions part 2 writes (multiTableTxn 1..crashTxns).
 const crashTxns = 60
 
-func crashBetweenTwoTables(t *testing.T, fsk faultSink) {
+func crashBetweenTwoTables(t *testing.T, sk sinkKind) {
 	ctx := context.Background()
 	// Small tables: gocaves writes some 5,000 documents a second.
 	universe := keys([2]int{1, 1000}, [2]int{100000, 100000 + crashTxns})
-	dest := fsk.open(t)
+	dest := sk.dest(t)
 	ta, tb := dest.target("a"), dest.target("b")
 	p := newPipeline(t, "", dest.yaml, []string{"public.a:" + ta, "public.b:" + tb}, twoTablesDDL(1000)...)
-	readA, readB := dest.read(p, ta, universe), dest.read(p, tb, universe)
+	readA, readB := dest.read(p, ta, twoTableColumns, universe), dest.read(p, tb, twoTableColumns, universe)
 	w1, w2 := p.worker("worker-1"), p.worker("worker-2")
 	p.sluice("start")
 	p.waitStream(tableA)

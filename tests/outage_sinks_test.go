@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
@@ -53,68 +51,15 @@ func (s *sinkTarget) universe() []string {
 // waitEqual waits until the sink shows the source's items key by key.
 func (s *sinkTarget) waitEqual() { waitSinkEqual(s.p, s.read, s.columns) }
 
-// sinkKind opens a pipeline into one sink with the given source DSN, Temporal and setup SQL
-// (Sink and Tables of o are set by the kind).
-type sinkKind struct {
-	name string
-	open func(t *testing.T, o pipelineOptions) *sinkTarget
-}
-
-// everySink is the local Iceberg warehouse, a fresh database of the shared ClickHouse and a
-// fresh scope of the shared gocaves.
-func everySink() []sinkKind {
-	return []sinkKind{
-		{"iceberg", icebergTarget},
-		{"clickhouse", func(t *testing.T, o pipelineOptions) *sinkTarget {
-			return clickhouseTarget(t, o, testenv.ClickHouse(t))
-		}},
-		{"couchbase", func(t *testing.T, o pipelineOptions) *sinkTarget { return couchbaseTarget(t, o, testenv.Couchbase(t)) }},
-	}
-}
-
-// icebergTarget is a pipeline into raw.items of the warehouse o.Sink names (empty: a local one).
-func icebergTarget(t *testing.T, o pipelineOptions) *sinkTarget {
+// itemsTarget is a pipeline of public.items (o.Sink and o.Tables are set here) into d, and its
+// reader over every column of public.items d shows.
+func itemsTarget(t *testing.T, o pipelineOptions, d destination) *sinkTarget {
 	t.Helper()
-	o.Tables = []string{"public.items:raw.items"}
-	s := &sinkTarget{p: newPipelineWith(t, o), columns: itemColumns, keys: map[int]bool{}}
+	target := d.target("items")
+	o.Sink, o.Tables = d.yaml, []string{"public.items:" + target}
+	s := &sinkTarget{p: newPipelineWith(t, o), columns: d.items, keys: map[int]bool{}}
 	s.read = func(ctx context.Context) (localrun.Table, error) {
-		got, err := localrun.ScanIceberg(ctx, s.p.cfg, "raw.items", "id", append([]string{"id"}, itemColumns...))
-		out := localrun.Table{Columns: itemColumns, Rows: map[string][]string{}}
-		for k, r := range got.Rows {
-			out.Rows[k] = r[1:]
-		}
-		return out, err
-	}
-	return s
-}
-
-// clickhouseTarget is a pipeline into a fresh database of the ClickHouse at addr.
-func clickhouseTarget(t *testing.T, o pipelineOptions, addr string) *sinkTarget {
-	t.Helper()
-	db := testenv.RandomName("sluice_fault_")
-	o.Sink = fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db)
-	o.Tables = []string{"public.items:items"}
-	p := newPipelineWith(t, o)
-	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
-	return &sinkTarget{p: p, columns: e2eColumns, keys: map[int]bool{},
-		read: func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+".items") }}
-}
-
-// couchbaseTarget is a pipeline into a fresh scope of the Couchbase cb; its reader gets the
-// document of every known key.
-func couchbaseTarget(t *testing.T, o pipelineOptions, cb testenv.CouchbaseInfo) *sinkTarget {
-	t.Helper()
-	scope := testenv.RandomName("fault")
-	o.Sink = couchbaseYAML(cb)
-	o.Tables = []string{"public.items:" + scope + ".items"}
-	s := &sinkTarget{p: newPipelineWith(t, o), columns: e2eColumns, keys: map[int]bool{}}
-	bucket := couchbaseBucket(t, cb)
-	s.read = func(ctx context.Context) (localrun.Table, error) {
-		return readCouchbase(bucket, scope, "items", s.universe())(ctx)
+		return d.read(s.p, target, d.items, s.universe())(ctx)
 	}
 	return s
 }
@@ -197,8 +142,8 @@ func waitCommitRetried(t *testing.T, p *icebergPipeline, what string) string {
 func TestCouchbaseOutageMidStream(t *testing.T) {
 	t.Parallel()
 	_, cb := privateService(t, devstack.ServiceCouchbase)
-	s := couchbaseTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 2000)}}, testenv.CouchbaseInfo{
-		ConnString: cb.URL, Username: cb.Extra["username"], Password: cb.Extra["password"], Bucket: cb.Extra["bucket"]})
+	s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 2000)}}, couchbaseDestinationOn(t, testenv.CouchbaseInfo{
+		ConnString: cb.URL, Username: cb.Extra["username"], Password: cb.Extra["password"], Bucket: cb.Extra["bucket"]}))
 	s.know([2]int{1, 2000})
 	s.p.worker("worker")
 	s.p.sluice("start")
@@ -251,7 +196,7 @@ func TestIcebergStorageOutageMidStream(t *testing.T) {
       region: %s
       access_key_id: %s
       secret_access_key: %s`, filepath.Join(t.TempDir(), "catalog.db"), store.Bucket, px.Addr(), store.Region, store.AccessKeyID, store.SecretAccessKey)
-	s := icebergTarget(t, pipelineOptions{Sink: sinkYAML, SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}})
+	s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}}, icebergDestinationOf(sinkYAML))
 	s.p.worker("worker")
 	s.p.sluice("start")
 	s.p.waitStream(itemsTable)

@@ -17,7 +17,7 @@ func TestClickHouseOutageMidStream(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	stack, ch := privateService(t, devstack.ServiceClickHouse)
-	s := clickhouseTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}}, ch.Addr)
+	s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}}, clickhouseDestinationAt(t, ch.Addr))
 	s.p.worker("worker")
 	s.p.sluice("start")
 	s.p.waitStream(itemsTable)

@@ -19,7 +19,8 @@ import (
 	"github.com/sluicecdc/sluice/internal/testenv"
 )
 
-// bins are the worker and starter built once for the package's tests (TestMain).
+// bins are the worker and starter built once for the package's tests (TestMain), with the
+// fault points. Every process a test starts through localrun dies with the test binary.
 var bins localrun.Binaries
 
 func TestMain(m *testing.M) {
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	bins, err = localrun.Build(ctx, "..", dir)
+	// The workers carry the fault points (build tag faults) that the commit-fault tests arm.
+	bins, err = localrun.Build(ctx, "..", dir, localrun.FaultsTag)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "building the worker and the starter:", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,11 +66,10 @@ func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
 		t.Fatal(err)
 	}
 	temporalCLI := filepath.Join(devstack.DefaultCache(), "bin", "temporal")
-	cmd := exec.Command(temporalCLI, "workflow", "start", "--address", testenv.Temporal(t),
+	if _, err := localrun.Run(context.Background(), temporalCLI, nil, "workflow", "start", "--address", testenv.Temporal(t),
 		"--task-queue", b.cfg.Temporal.TaskQueue, "--type", workflows.SourceWorkflowType,
-		"--workflow-id", workflows.SourceWorkflowID(b.name), "--input", string(input))
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("temporal workflow start: %v\n%s", err, msg)
+		"--workflow-id", workflows.SourceWorkflowID(b.name), "--input", string(input)); err != nil {
+		t.Fatal(err)
 	}
 
 	a.waitStream(itemsTable)

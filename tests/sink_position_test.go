@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,46 +22,71 @@ import (
 	"github.com/sluicecdc/sluice/sinks"
 )
 
-// destination is one sink destination of a test's own: the sink section pipelines write into
-// it with, how a source table's target is named in it, and how a target is read back as a user
-// of the sink sees it (over e2eColumns, which are twoTableColumns too). universe names every key
-// the source table ever held: a key-value store cannot be listed without the query service, so
-// the Couchbase reader gets each key (the other sinks list their rows and ignore it).
-type destination struct {
-	yaml   string                                                                // YAML under sink:, indented by two spaces
-	target func(table string) string                                             // target of source table public.<table>
-	read   func(p *icebergPipeline, target string, universe []string) sinkReader // target's visible rows
-}
-
-// faultSink is one sink a fault test runs against; open makes a fresh destination on it.
-type faultSink struct {
+// sinkKind is one sink the multi-sink tests run against; dest makes a fresh destination of the
+// test's own on the shared service.
+type sinkKind struct {
 	name string
-	open func(t *testing.T) destination
+	dest func(t *testing.T) destination
 }
 
-// faultSinks are the three sinks every fault test runs against (issue 8).
-func faultSinks() []faultSink {
-	return []faultSink{
+// everySink is the one table of the sinks every multi-sink test (issue 8's faults among them)
+// runs against: the local Iceberg warehouse, a fresh database of the shared ClickHouse and a
+// fresh scope of the shared gocaves.
+func everySink() []sinkKind {
+	return []sinkKind{
 		{"iceberg", icebergDestination},
 		{"clickhouse", clickhouseDestination},
 		{"couchbase", couchbaseDestination},
 	}
 }
 
+// open is a pipeline of public.items (o.Sink and o.Tables are set here) into a fresh
+// destination of the sink.
+func (k sinkKind) open(t *testing.T, o pipelineOptions) *sinkTarget {
+	t.Helper()
+	return itemsTarget(t, o, k.dest(t))
+}
+
+// destination is one sink destination of a test's own: the sink section pipelines write into
+// it with, how a source table's target is named in it, and how a target is read back as a user
+// of the sink sees it. universe names every key the source table ever held: a key-value store
+// cannot be listed without the query service, so the Couchbase reader gets each key (the other
+// sinks list their rows and ignore it).
+type destination struct {
+	yaml   string                                                                         // YAML under sink:, indented by two spaces
+	target func(table string) string                                                      // target of source table public.<table>
+	items  []string                                                                       // the columns of public.items (itemColumns) the reader shows
+	read   func(p *icebergPipeline, target string, columns, universe []string) sinkReader // target's visible rows over columns (a subset of items)
+}
+
 // icebergDestination is a local Iceberg warehouse with a SQLite catalog in the test's temp dir.
 func icebergDestination(t *testing.T) destination {
 	dir := t.TempDir()
+	return icebergDestinationOf(fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
+		filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")))
+}
+
+// icebergDestinationOf is the Iceberg warehouse of the sink section sinkYAML; its reader shows
+// every column.
+func icebergDestinationOf(sinkYAML string) destination {
 	return destination{
-		yaml: fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
-			filepath.Join(dir, "catalog.db"), filepath.Join(dir, "warehouse")),
+		yaml:   sinkYAML,
 		target: func(table string) string { return "raw." + table },
-		read:   func(p *icebergPipeline, target string, _ []string) sinkReader { return icebergReader(p, target) },
+		items:  itemColumns,
+		read: func(p *icebergPipeline, target string, columns, _ []string) sinkReader {
+			return icebergColumnsReader(p, target, columns)
+		},
 	}
 }
 
 // clickhouseDestination is a fresh database of the shared ClickHouse, dropped at cleanup.
 func clickhouseDestination(t *testing.T) destination {
-	addr := testenv.ClickHouse(t)
+	return clickhouseDestinationAt(t, testenv.ClickHouse(t))
+}
+
+// clickhouseDestinationAt is a fresh database of the ClickHouse at addr, dropped at cleanup; its
+// reader shows e2eColumns.
+func clickhouseDestinationAt(t *testing.T, addr string) destination {
 	db := testenv.RandomName("sluice_fault_")
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -70,23 +96,41 @@ func clickhouseDestination(t *testing.T) destination {
 	return destination{
 		yaml:   fmt.Sprintf("  type: clickhouse\n  clickhouse:\n    addr: %s\n    database: %s", addr, db),
 		target: func(table string) string { return table },
-		read: func(_ *icebergPipeline, target string, _ []string) sinkReader {
-			return func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+"."+target) }
+		items:  e2eColumns,
+		read: func(_ *icebergPipeline, target string, columns, _ []string) sinkReader {
+			return onlyE2EColumns(columns, func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+"."+target) })
 		},
 	}
 }
 
 // couchbaseDestination is a scope of the test's own in the shared gocaves bucket.
 func couchbaseDestination(t *testing.T) destination {
-	cb := testenv.Couchbase(t)
+	return couchbaseDestinationOn(t, testenv.Couchbase(t))
+}
+
+// couchbaseDestinationOn is a scope of the test's own in cb's bucket; its reader shows
+// e2eColumns.
+func couchbaseDestinationOn(t *testing.T, cb testenv.CouchbaseInfo) destination {
 	scope := testenv.RandomName("fault")
 	bucket := couchbaseBucket(t, cb)
 	return destination{
 		yaml:   couchbaseYAML(cb),
 		target: func(table string) string { return scope + "." + table },
-		read: func(_ *icebergPipeline, target string, universe []string) sinkReader {
-			return readCouchbaseBulk(bucket.Scope(scope).Collection(strings.TrimPrefix(target, scope+".")), universe)
+		items:  e2eColumns,
+		read: func(_ *icebergPipeline, target string, columns, universe []string) sinkReader {
+			return onlyE2EColumns(columns, readCouchbaseBulk(bucket.Scope(scope).Collection(strings.TrimPrefix(target, scope+".")), universe))
 		},
+	}
+}
+
+// onlyE2EColumns is read when columns are e2eColumns (the only columns the ClickHouse and
+// Couchbase readers show), else a reader that fails saying so.
+func onlyE2EColumns(columns []string, read sinkReader) sinkReader {
+	if slices.Equal(columns, e2eColumns) {
+		return read
+	}
+	return func(context.Context) (localrun.Table, error) {
+		return localrun.Table{}, fmt.Errorf("this sink's reader shows %v, not %v", e2eColumns, columns)
 	}
 }
 

@@ -24,22 +24,22 @@ import (
 // (Iceberg snapshot properties, ClickHouse marker rows, Couchbase checkpoint documents).
 func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
 	t.Parallel()
-	for _, fs := range faultSinks() {
-		t.Run(fs.name, func(t *testing.T) {
+	for _, sk := range everySink() {
+		t.Run(sk.name, func(t *testing.T) {
 			t.Parallel()
-			storedPositionFromAnotherSource(t, fs)
+			storedPositionFromAnotherSource(t, sk)
 		})
 	}
 }
 
-func storedPositionFromAnotherSource(t *testing.T, fsk faultSink) {
+func storedPositionFromAnotherSource(t *testing.T, sk sinkKind) {
 	ctx := context.Background()
 	universe := keys([2]int{1, 1000}, [2]int{200001, 200500}, [2]int{700000, 700050}, [2]int{900000, 900000})
-	dest := fsk.open(t)
+	dest := sk.dest(t)
 	target := dest.target("items")
 	tables := []string{"public.items:" + target}
 	a := newPipeline(t, "", dest.yaml, tables, itemsDDL, itemsSeed(1, 1000))
-	readA := dest.read(a, target, universe)
+	readA := dest.read(a, target, e2eColumns, universe)
 	a.worker("worker-a")
 	a.sluice("start")
 	a.waitStream(itemsTable)

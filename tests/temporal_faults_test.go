@@ -168,49 +168,25 @@ func logReaderRecovery(t *testing.T, p *icebergPipeline, workerLog string) {
 // resumes from the slot, and the sink equals the source key by key.
 func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 	t.Parallel()
-	sinks := []struct {
-		name string
-		open func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline))
-	}{
-		{"iceberg", func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline)) {
-			p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 5000))
-			return p, func(p *icebergPipeline) {
-				waitSinkEqual(p, func(ctx context.Context) (localrun.Table, error) {
-					got, err := localrun.ScanIceberg(ctx, p.cfg, "raw.items", "id", append([]string{"id"}, itemColumns...))
-					out := localrun.Table{Columns: itemColumns, Rows: map[string][]string{}}
-					for k, r := range got.Rows {
-						out.Rows[k] = r[1:]
-					}
-					return out, err
-				}, itemColumns)
-			}
-		}},
-		{"clickhouse", func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline)) {
-			p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 5000))
-			return p, func(p *icebergPipeline) { waitSinkEqual(p, read, e2eColumns) }
-		}},
-		{"couchbase", func(t *testing.T) (*icebergPipeline, func(p *icebergPipeline)) {
-			dest := couchbaseDestination(t)
+	for _, sk := range everySink() {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			dest := sk.dest(t)
 			target := dest.target("items")
 			p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, 5000))
-			return p, func(p *icebergPipeline) {
-				// Every key the source ever held: the seed, the writer's rounds (from 1000000 up
-				// to the highest key it inserted) and liveItemChanges' inserts and moved key.
+			waitEqual := func(p *icebergPipeline) {
+				// Every key the source ever held (Couchbase cannot list them): the seed, the
+				// writer's rounds (from 1000000 up to the highest key it inserted) and
+				// liveItemChanges' inserts and moved key.
 				waitSinkEqual(p, func(ctx context.Context) (localrun.Table, error) {
 					var top int
 					if err := p.queryRow(ctx, `SELECT coalesce(max(id), 0) FROM public.items WHERE id >= 1000000`, &top); err != nil {
 						return localrun.Table{}, err
 					}
 					universe := keys([2]int{1, 5000}, [2]int{1000000, top}, [2]int{200001, 200500}, [2]int{900000, 900000})
-					return dest.read(p, target, universe)(ctx)
-				}, e2eColumns)
+					return dest.read(p, target, dest.items, universe)(ctx)
+				}, dest.items)
 			}
-		}},
-	}
-	for _, sk := range sinks {
-		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
-			p, waitEqual := sk.open(t)
 			px := startProxy(t, testenv.Temporal(t))
 			wk := p.workerEnv("worker", "SLUICE_TEMPORAL_ADDRESS="+px.Addr())
 			p.sluice("start")

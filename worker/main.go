@@ -82,6 +82,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	faultPoints, err := armFaults(log) // first, so a test build's bad SLUICE_FAULTS stops it at once
+	if err != nil {
+		return err
+	}
 	cfg, err := config.Load(o.config)
 	if err != nil {
 		return err
@@ -127,10 +131,6 @@ func run(ctx context.Context, o options) error {
 	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot")}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
-	faultPoints, err := armFaults(log)
-	if err != nil {
-		return err
-	}
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
 		EnableSessionWorker: true,
 		WorkerStopTimeout:   o.shutdown,

@@ -3,10 +3,15 @@
 // a named point of the commit path, or break that path on purpose (a mutation) to prove the
 // suites can fail.
 //
-// Users must never set it. A worker armed with faults crashes deliberately and, with a mutation,
-// loses data on purpose; it logs a warning at startup saying so.
+// The fault points exist only in a build with the faults tag (go build -tags faults), which the
+// end-to-end tests use for the workers they start (package tests, through localrun.Build). The
+// product is built without it (make build, deploy/Dockerfile, cmd/demo, cmd/bench): there the
+// Points methods are empty bodies the compiler inlines away, the arming code is not compiled in,
+// and the worker ignores SLUICE_FAULTS, saying so at startup. A worker built with the tag and
+// armed crashes deliberately and, with a mutation, loses data on purpose; it logs a warning at
+// startup saying so. worker's TestProductionBuild checks both builds' binaries.
 //
-// The faults are read from one environment variable of the worker process, SLUICE_FAULTS: a
+// In a build with the tag, the faults are read from one environment variable of the worker process, SLUICE_FAULTS: a
 // comma-separated list of faults, each
 //
 //	POINT:kill[@N][:SCHEMA.TABLE]
@@ -20,7 +25,8 @@
 // kills the worker just before its third sink write of public.items. A mutation point
 // (commit.ack-before-write) breaks the path at its pass and then kills the process.
 //
-// The worker parses the variable once at startup (New) and hands the resulting *Points to the
-// activities that have hook calls; a nil *Points is a no-op that costs one nil check per call.
+// The worker parses the variable once at startup (New, faults tag only) and hands the resulting
+// *Points to the activities that have hook calls; a nil *Points is a no-op that costs one nil
+// check per call.
 // There is no package-level state: the pass counters live in the Points value.
 package faults

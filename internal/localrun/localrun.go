@@ -2,6 +2,11 @@
 // starter CLI, runs workers as processes (so they can be killed), runs starter commands, waits on
 // a table's status through Temporal, and reads back an Iceberg target. The demo and the
 // end-to-end tests share it.
+//
+// Every process it starts is tied to the process that started it: on Linux the kernel SIGKILLs
+// it when that process dies (Pdeathsig), so a test binary killed by go test's -timeout takes its
+// workers with it instead of leaving them writing into their sinks; each child leads a process
+// group of its own, which is killed with it. Elsewhere the children only get their own group.
 package localrun
 
 import (
@@ -11,7 +16,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,11 +35,16 @@ type Binaries struct {
 	Starter string // sluice
 }
 
-// Build builds the worker and the starter from the module at root into dir.
-func Build(ctx context.Context, root, dir string) (Binaries, error) {
+// FaultsTag is the build tag that compiles the fault points (package internal/faults) into the
+// worker. The end-to-end tests build with it; the demo and the benchmark build as the product
+// ships, without.
+const FaultsTag = "faults"
+
+// Build builds the worker and the starter from the module at root into dir, with the build tags.
+func Build(ctx context.Context, root, dir string, tags ...string) (Binaries, error) {
 	b := Binaries{Worker: filepath.Join(dir, "sluice-worker"), Starter: filepath.Join(dir, "sluice")}
 	for pkg, out := range map[string]string{"./worker": b.Worker, "./starter": b.Starter} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", strings.Join(tags, ","), "-o", out, pkg)
 		cmd.Dir = root
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			return Binaries{}, fmt.Errorf("building %s: %w\n%s", pkg, err, msg)
@@ -41,11 +53,14 @@ func Build(ctx context.Context, root, dir string) (Binaries, error) {
 	return b, nil
 }
 
-// Worker is a running worker process.
+// Worker is a running worker process, the leader of its own process group.
 type Worker struct {
 	cmd  *exec.Cmd
 	Log  string
-	done chan error
+	done chan struct{} // closed once the worker has exited and was reaped
+
+	mu     sync.Mutex
+	exited bool // the worker has exited: its pid may be reused, so it is never signalled again
 }
 
 // StartWorker runs the worker binary with the config file and extra environment, its output in
@@ -58,44 +73,122 @@ func StartWorker(bin, configPath, logPath string, env []string) (*Worker, error)
 	cmd := exec.Command(bin, "--config", configPath, "--metrics-addr", "127.0.0.1:0", "--shutdown-grace", "5s")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	w := &Worker{cmd: cmd, Log: logPath, done: make(chan struct{})}
+	exited := func(zombie bool) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.exited = true
+		if zombie { // its pid, and so its group's id, is still reserved: kill what is left of the group
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	wait, err := startTied(cmd, exited)
+	if err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("starting worker %s: %w", bin, err)
 	}
-	w := &Worker{cmd: cmd, Log: logPath, done: make(chan error, 1)}
-	go func() { w.done <- cmd.Wait(); logf.Close() }()
+	go func() { <-wait; logf.Close(); close(w.done) }()
 	return w, nil
+}
+
+// startTied starts cmd as the leader of a new process group, tied to this process (see the
+// package doc), and returns a channel that receives cmd.Wait's error. exited is called once
+// the child has exited: before it is reaped (zombie true: its pid cannot be reused yet) where
+// the OS allows waiting without reaping, else after.
+//
+// Pdeathsig fires when the thread that started the child exits, not the process: the Go runtime
+// ends a thread when a goroutine locked to it returns. So the child is started and waited for
+// by a goroutine locked to its thread until the child is gone; no other goroutine runs on that
+// thread meanwhile, so it outlives the child unless the whole process dies.
+func startTied(cmd *exec.Cmd, exited func(zombie bool)) (<-chan error, error) {
+	cmd.SysProcAttr = tiedProcAttr()
+	started, done := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		zombie := waitExitNoReap(cmd.Process.Pid) == nil
+		if zombie {
+			exited(true)
+		}
+		err := cmd.Wait()
+		if !zombie {
+			exited(false)
+		}
+		done <- err
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return done, nil
 }
 
 // PID is the worker's process id.
 func (w *Worker) PID() int { return w.cmd.Process.Pid }
 
-// Stop asks the worker to shut down (SIGTERM) and waits for it.
+// Stop asks the worker to shut down (SIGTERM) and waits for it; a worker that does not exit
+// within 30 seconds is killed with its process group. Stopping an exited worker returns nil
+// at once, so a test may kill a worker and still Stop it at cleanup.
 func (w *Worker) Stop() error { return w.signal(syscall.SIGTERM, 30*time.Second) }
 
-// Kill kills the worker at once (SIGKILL), as a crash would.
+// Kill kills the worker at once (SIGKILL), as a crash would, with its process group, and waits
+// for it.
 func (w *Worker) Kill() error { return w.signal(syscall.SIGKILL, 10*time.Second) }
 
+// signal sends sig to the worker (SIGKILL: to its process group) unless it has exited, and
+// waits up to wait for it to exit, then kills its group.
 func (w *Worker) signal(sig syscall.Signal, wait time.Duration) error {
-	_ = w.cmd.Process.Signal(sig)
+	pid := w.PID()
+	if sig == syscall.SIGKILL {
+		pid = -pid
+	}
+	if !w.send(pid, sig) {
+		<-w.done
+		return nil
+	}
 	select {
 	case <-w.done:
 		return nil
 	case <-time.After(wait):
-		_ = w.cmd.Process.Kill()
+		w.send(-w.PID(), syscall.SIGKILL)
 		return fmt.Errorf("worker %d did not exit %s after %s", w.PID(), wait, sig)
 	}
 }
 
+// send signals pid (negative: a process group) unless the worker has exited; it reports
+// whether it did.
+func (w *Worker) send(pid int, sig syscall.Signal) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.exited {
+		return false
+	}
+	_ = syscall.Kill(pid, sig)
+	return true
+}
+
 // Sluice runs the starter CLI with args and returns its output.
 func Sluice(ctx context.Context, bin string, env []string, args ...string) (string, error) {
+	return Run(ctx, bin, env, args...)
+}
+
+// Run runs the command bin with args and extra environment, tied to this process like a worker
+// (see the package doc), and returns its combined output; the error names the command.
+func Run(ctx context.Context, bin string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("sluice %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	wait, err := startTied(cmd, func(bool) {})
+	if err == nil {
+		err = <-wait
+	}
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, out.String())
 	}
 	return out.String(), nil
 }

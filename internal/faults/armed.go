@@ -1,3 +1,5 @@
+//go:build faults
+
 package faults
 
 import (
@@ -10,26 +12,6 @@ import (
 	"sync"
 
 	"github.com/sluicecdc/sluice/staging"
-)
-
-// EnvVar is the environment variable a worker reads its faults from. Testing only.
-const EnvVar = "SLUICE_FAULTS"
-
-// Point names a place in the code where a fault can fire.
-type Point string
-
-// The points of CommitBatch (package activities), in the order a commit passes them.
-const (
-	// CommitBeforeWrite is just before the sink write (data and position) of a batch.
-	CommitBeforeWrite Point = "commit.before-write"
-	// CommitAfterWrite is after the sink write succeeded, before the staged file is acknowledged.
-	CommitAfterWrite Point = "commit.after-write"
-	// CommitAfterAck is after the staged file is acknowledged, before the activity returns.
-	CommitAfterAck Point = "commit.after-ack"
-	// CommitAckBeforeWrite is a mutation: at the place of CommitBeforeWrite the staged file is
-	// acknowledged first, then the process is killed before the sink write. It breaks the
-	// commit path deliberately, to prove that the fault suites find the rows it loses.
-	CommitAckBeforeWrite Point = "commit.ack-before-write"
 )
 
 // points are the known points, in the order error messages list them.

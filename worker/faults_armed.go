@@ -1,3 +1,5 @@
+//go:build faults
+
 package main
 
 import (
@@ -7,9 +9,10 @@ import (
 	"github.com/sluicecdc/sluice/internal/faults"
 )
 
-// armFaults reads the testing hook SLUICE_FAULTS (package internal/faults). Unset, it returns
-// nil and the worker runs normally; set, the worker will SIGKILL itself (or break its commit
-// path) on purpose, and says so loudly at startup.
+// armFaults reads the testing hook SLUICE_FAULTS (package internal/faults) in a worker built
+// with the faults tag, as the end-to-end tests build it. Unset, it returns nil and the worker
+// runs normally; set, the worker will SIGKILL itself (or break its commit path) on purpose, and
+// says so loudly at startup.
 func armFaults(log *slog.Logger) (*faults.Points, error) {
 	p, err := faults.New(os.Getenv(faults.EnvVar), log.With("module", "faults"))
 	if err != nil || p == nil {
