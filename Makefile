@@ -1,4 +1,5 @@
 # Sluice's developer entry points. Every target installs and starts what it needs.
+#   make build  bin/sluice-worker and bin/sluice (BINDIR=dir for another directory)
 #   make demo   the embedded default: local Postgres, Temporal dev server, a worker and a sample
 #               pipeline into a local Iceberg warehouse, results shown
 #   make test   every test, against real services started by cmd/devstack
@@ -16,8 +17,18 @@ WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 # packages whose code differs with it are vetted and unit-tested both ways.
 FAULTS_TAG := faults
 FAULTS_PKGS := ./internal/faults/ ./worker/
+BINDIR ?= bin
+# --version reads the module version and commit from the binary's build info; these are the
+# fallbacks for a build without VCS information (no .git, -buildvcs=false).
+VERSION_PKG := github.com/sluicecdc/sluice/internal/version
+LDFLAGS := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).tag=$(shell git describe --tags --always --dirty 2>/dev/null)
 
-.PHONY: tools services test vet workflowcheck demo stop status bench
+.PHONY: build tools services test vet workflowcheck demo stop status bench
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BINDIR)/sluice-worker ./worker
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BINDIR)/sluice ./starter
 
 tools:
 	@scripts/install-tools.sh all

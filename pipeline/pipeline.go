@@ -29,7 +29,7 @@ func SourceInput(cfg *config.Config) workflows.SourceInput {
 		Publication: cfg.Source.Publication,
 		MaxRows:     cfg.Batch.MaxRows,
 		MaxBytes:    int64(cfg.Batch.MaxBytes),
-		MaxWait:     cfg.Batch.MaxWait.D(),
+		MaxWait:     workflows.Duration(cfg.Batch.MaxWait.D()),
 	}
 	for _, t := range cfg.Tables {
 		in.Tables = append(in.Tables, TableConfig(cfg, t))

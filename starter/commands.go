@@ -53,16 +53,26 @@ func checkCmd(a *app) *cobra.Command {
 }
 
 func inputCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var table string
+	cmd := &cobra.Command{
 		Use:   "input",
-		Short: "Print the SourceWorkflow input (JSON) that `temporal workflow start --input` takes for this pipeline",
+		Short: "Print the SourceWorkflow input (JSON) that `temporal workflow start --input` takes for this pipeline, or with --table a TableWorkflow's",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(a.configPath)
 			if err != nil {
 				return err
 			}
-			out, err := json.Marshal(pipeline.SourceInput(cfg))
+			var in any = pipeline.SourceInput(cfg)
+			if table != "" {
+				tables, err := selectTables(cfg, table)
+				if err != nil {
+					return err
+				}
+				// What resume and resync send, less the schema, which a new run reads from the source.
+				in = workflows.TableInput{TableConfig: tables[0], Options: pipeline.TableOptions(cfg)}
+			}
+			out, err := json.Marshal(in)
 			if err != nil {
 				return err
 			}
@@ -70,6 +80,8 @@ func inputCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&table, "table", "", "print the TableWorkflow input of this table (schema.table or its target), for `temporal workflow signal-with-start`")
+	return cmd
 }
 
 func startCmd(a *app) *cobra.Command {

@@ -3,17 +3,21 @@
 // work; this command only talks to the Temporal server the config names.
 //
 //	sluice check  --config pipeline.yaml            preflight the source: wal_level, keys, types
-//	sluice input  --config pipeline.yaml            print the SourceWorkflow input for the Temporal CLI
+//	sluice input  --config pipeline.yaml [--table schema.table]
+//	                                                print the SourceWorkflow (or a TableWorkflow) input for the Temporal CLI
 //	sluice start  --config pipeline.yaml            start (or join) the pipeline's workflows
 //	sluice status --config pipeline.yaml [--watch]  per table: phase, position, rows, lag, error
 //	sluice pause  --config pipeline.yaml [--table schema.table]
 //	sluice resume --config pipeline.yaml [--table schema.table]
 //	sluice resync --config pipeline.yaml --table schema.table
 //	sluice stop   --config pipeline.yaml
+//	sluice completion bash|zsh|fish|powershell      shell completion (no config needed)
+//	sluice --version                                module version and commit
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,6 +29,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/version"
 )
 
 func main() {
@@ -72,13 +77,28 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "sluice",
 		Short:         "Start and operate Sluice pipelines (PostgreSQL to Iceberg, ClickHouse, Couchbase)",
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "pipeline config file (YAML); see docs/config.md")
-	_ = root.MarkPersistentFlagRequired("config")
 	root.AddCommand(checkCmd(a), inputCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a))
+	// --config is required by these commands, not by the ones cobra adds (completion, help),
+	// which a persistent required flag would break.
+	for _, c := range root.Commands() {
+		c.PreRunE = requireConfig(a)
+	}
 	return root
+}
+
+// requireConfig refuses a command run without --config, as cobra does for a required flag.
+func requireConfig(a *app) func(*cobra.Command, []string) error {
+	return func(*cobra.Command, []string) error {
+		if a.configPath == "" {
+			return errors.New(`required flag(s) "config" not set`)
+		}
+		return nil
+	}
 }
 
 // withClient wraps a command body with opening and closing the client.

@@ -4,6 +4,7 @@
 // taking tasks, lets running ones finish within a grace period and closes its connections.
 //
 //	sluice-worker --config pipeline.yaml [--metrics-addr 127.0.0.1:9464] [--log-format json]
+//	sluice-worker --version
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/staging"
 	"github.com/sluicecdc/sluice/workflows"
@@ -60,6 +62,7 @@ func newCommand() *cobra.Command {
 		Use:           "sluice-worker --config FILE",
 		Short:         "Run a Sluice worker for one pipeline",
 		Args:          cobra.NoArgs,
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },

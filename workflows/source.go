@@ -23,9 +23,9 @@ type SourceInput struct {
 	Publication string                   `json:"publication"`
 	Tables      []activities.TableConfig `json:"tables"`
 	// Batch limits of the reader (zero: the reader's defaults).
-	MaxRows  int           `json:"max_rows,omitempty"`
-	MaxBytes int64         `json:"max_bytes,omitempty"`
-	MaxWait  time.Duration `json:"max_wait,omitempty"`
+	MaxRows  int      `json:"max_rows,omitempty"`
+	MaxBytes int64    `json:"max_bytes,omitempty"`
+	MaxWait  Duration `json:"max_wait,omitempty"` // "1s" (a number of nanoseconds is read too)
 	// ReaderRunFor bounds one reader run; then the workflow continues as new (default 1 hour).
 	ReaderRunFor time.Duration `json:"reader_run_for,omitempty"`
 	// Runs counts the runs continued as new so far.
@@ -89,7 +89,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,
-		Tables: setup.Tables, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: in.MaxWait,
+		Tables: setup.Tables, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
 	}
 	if err := workflow.ExecuteActivity(rctx, readerActs.ReadStream, readIn).Get(ctx, &st.LastRead); err != nil {
 		return err
