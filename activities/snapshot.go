@@ -125,7 +125,7 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 		return CopyChunkResult{}, err
 	}
 	schema := in.Table.Spec.Schema
-	keys := backfill.KeyIndexes(schema)
+	keys := schema.KeyIndexes()
 	if len(in.After) != 0 && len(in.After) != len(keys) {
 		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys)),

@@ -116,7 +116,7 @@ func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema b
 	}
 	out := Chunk{Rec: b.NewRecord(), Rows: n}
 	if last != nil {
-		for _, k := range KeyIndexes(schema) {
+		for _, k := range schema.KeyIndexes() {
 			out.Last = append(out.Last, string(last[k].Text))
 		}
 	}
@@ -196,19 +196,9 @@ func cursor(schema batch.Schema, after []string) []batch.Value {
 		return nil
 	}
 	row := make([]batch.Value, len(schema.Columns))
-	for i, k := range KeyIndexes(schema) {
+	for i, k := range schema.KeyIndexes() {
 		row[k] = batch.Value{Text: []byte(after[i])}
 	}
 	return row
 }
 
-// KeyIndexes returns the positions of the key columns in schema.
-func KeyIndexes(schema batch.Schema) []int {
-	var keys []int
-	for i, c := range schema.Columns {
-		if c.Key {
-			keys = append(keys, i)
-		}
-	}
-	return keys
-}

@@ -86,3 +86,14 @@ type Schema struct {
 	Table   TableName `json:"table"`
 	Columns []Column  `json:"columns"`
 }
+
+// KeyIndexes returns the positions of the key columns, in column order.
+func (s Schema) KeyIndexes() []int {
+	var idx []int
+	for i, c := range s.Columns {
+		if c.Key {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}

@@ -283,7 +283,7 @@ func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, em
 	if err != nil {
 		return err
 	}
-	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: keyIndexes(ev.New)}
+	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: ev.New.KeyIndexes()}
 	for _, c := range m.Columns {
 		r.raw = append(r.raw, *c)
 	}

@@ -267,7 +267,7 @@ func (db *testDB) tableRows(t *testing.T, schema batch.Schema) rowMap {
 	}
 	rr := f.conn.ExecParams(ctx, sql, nil, nil, nil, nil)
 	m := rowMap{}
-	keys := keyIndexes(schema)
+	keys := schema.KeyIndexes()
 	for rr.NextRow() {
 		vals := copyRow(rr.Values())
 		m[keyString(vals, keys)] = rowText(vals)

@@ -199,7 +199,7 @@ func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []b
 	if err != nil {
 		return nil, permanent(err)
 	}
-	keys := keyIndexes(schema)
+	keys := schema.KeyIndexes()
 	if formats != nil {
 		if len(formats) != len(schema.Columns) {
 			return nil, fmt.Errorf("reading table %s: %d result formats for %d columns", schema.Table, len(formats), len(schema.Columns))

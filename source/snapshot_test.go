@@ -59,7 +59,7 @@ func TestSnapshotExactUnderConcurrentWrites(t *testing.T) {
 
 	s := snap.LSN()
 	snapRows := rowMap{}
-	snapRows.apply(t, keyIndexes(schema), rows)
+	snapRows.apply(t, schema.KeyIndexes(), rows)
 	for i, r := range rows {
 		if r.Op != batch.OpSnapshot || r.Pos != (batch.Position{LSN: s}) {
 			t.Fatalf("row %d: op %s pos %s, want snapshot-read at (S, 0) = %s:0", i, r.Op, r.Pos, formatLSN(s))
@@ -87,12 +87,12 @@ func TestSnapshotExactUnderConcurrentWrites(t *testing.T) {
 	t.Logf("snapshot at %s: %d rows; %d stream changes before it, %d after", formatLSN(s), len(rows), len(before), len(after))
 
 	atS := initial.clone()
-	atS.apply(t, keyIndexes(schema), before)
+	atS.apply(t, schema.KeyIndexes(), before)
 	if d := snapRows.diff(atS); d != "" {
 		t.Errorf("snapshot differs from the rows replayed up to its LSN (gap or overlap):\n%s", d)
 	}
 	end := snapRows.clone()
-	end.apply(t, keyIndexes(schema), after)
+	end.apply(t, schema.KeyIndexes(), after)
 	if d := end.diff(final); d != "" {
 		t.Errorf("snapshot + later stream differs from the final table:\n%s", d)
 	}

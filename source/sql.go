@@ -22,17 +22,6 @@ func quoteLiteral(s string) string {
 	return `'` + strings.ReplaceAll(s, `'`, `''`) + `'`
 }
 
-// keyIndexes returns the positions of the key columns of s, in column order.
-func keyIndexes(s batch.Schema) []int {
-	var idx []int
-	for i, c := range s.Columns {
-		if c.Key {
-			idx = append(idx, i)
-		}
-	}
-	return idx
-}
-
 // columnList quotes the names of all columns of s, comma-separated, in column order.
 func columnList(s batch.Schema) string {
 	names := make([]string, len(s.Columns))
@@ -47,7 +36,7 @@ func columnList(s batch.Schema) string {
 // columns' comparison uses their default btree ordering, the same one ORDER BY uses, so chunks
 // neither overlap nor leave gaps.
 func chunkQuery(s batch.Schema, after bool, limit int) (string, error) {
-	keys := keyIndexes(s)
+	keys := s.KeyIndexes()
 	if len(keys) == 0 {
 		return "", fmt.Errorf("table %s has no key columns: keyset pagination needs a key", s.Table)
 	}
@@ -69,7 +58,7 @@ func chunkQuery(s batch.Schema, after bool, limit int) (string, error) {
 // lookupQuery builds a SELECT of the key columns followed by the columns cols of s for n keys:
 // WHERE (k1, k2) IN (($1, $2), ($3, $4), ...).
 func lookupQuery(s batch.Schema, cols []int, n int) string {
-	keys := keyIndexes(s)
+	keys := s.KeyIndexes()
 	sel := make([]string, 0, len(keys)+len(cols))
 	keyNames := make([]string, len(keys))
 	for i, k := range keys {

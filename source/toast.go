@@ -68,7 +68,7 @@ func NeedsFill(c batch.Change) bool {
 // stream then brings the table to its current state. Changes that need nothing are returned
 // as they are. It is safe for concurrent use.
 func (f *Fetcher) Fill(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error) {
-	keys := keyIndexes(schema)
+	keys := schema.KeyIndexes()
 	if len(keys) == 0 {
 		return nil, permanentf("table %s has no key columns: unchanged TOAST values cannot be fetched", schema.Table)
 	}
