@@ -201,4 +201,3 @@ func cursor(schema batch.Schema, after []string) []batch.Value {
 	}
 	return row
 }
-

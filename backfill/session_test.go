@@ -147,4 +147,3 @@ func TestReadAheadCopiesEveryRowOnce(t *testing.T) {
 		})
 	}
 }
-
