@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -103,8 +104,34 @@ func (s *Sink) Close(context.Context) error {
 	return nil
 }
 
-// describe reads an existing table; ok is false when it does not exist.
+// describe reads an existing table; ok is false when it does not exist. ClickHouse 18.16 fails
+// a read of system.tables with UNKNOWN_TABLE while another connection drops or recreates a
+// table of the same database (two workers evolving one target and its view): that is a race of
+// the catalog, not a missing target, so the read is tried again a few times and, if the race
+// persists, reported as transient, never as poison.
 func (s *Sink) describe(ctx context.Context, db, name string) (e existing, ok bool, err error) {
+	for attempt := 1; ; attempt++ {
+		e, ok, err = s.describeOnce(ctx, db, name)
+		if err == nil || exceptionCode(err) != codeUnknownTable {
+			return e, ok, err
+		}
+		if attempt == catalogAttempts {
+			// Transient: %v drops describeOnce's poison mark, which is right for a batch's table only.
+			return existing{}, false, fmt.Errorf("table %s.%s: the catalog kept changing under %d reads: %v", db, name, attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return existing{}, false, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// catalogAttempts bounds describe's reads of the catalog while other DDL races it.
+const catalogAttempts = 5
+
+// describeOnce is one read of describe.
+func (s *Sink) describeOnce(ctx context.Context, db, name string) (e existing, ok bool, err error) {
 	err = s.conn.QueryRow(ctx, "SELECT engine, engine_full, sorting_key FROM system.tables WHERE database = ? AND name = ?",
 		db, name).Scan(&e.engine, &e.engineFull, &e.sortingKey)
 	if err != nil {
