@@ -63,6 +63,8 @@ type world struct {
 	// chunkTime chunks (at least one); 0 means one chunk per slice.
 	chunkTime time.Duration
 	slices    []time.Duration // RunFor of every CopySnapshot call
+	// maxCopies stops a run whose CopySnapshot calls alone would pass the history budget; 0 never.
+	maxCopies int
 }
 
 func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
@@ -139,6 +141,10 @@ func (w *world) copySnapshot(_ context.Context, in activities.CopySnapshotInput)
 	w.slices = append(w.slices, in.RunFor)
 	if w.copyCalls == w.loseAt {
 		return backfill.Cursor{}, temporal.NewCanceledError("session worker lost")
+	}
+	if w.maxCopies > 0 && w.copyCalls > w.maxCopies {
+		return backfill.Cursor{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("history budget exceeded: CopySnapshot call %d, %d of %d chunks copied", w.copyCalls, w.copied, w.chunks), "HistoryBudget", nil)
 	}
 	if want := cursorAt(w.copied); !equalStrings(in.After, want) {
 		return backfill.Cursor{}, fmt.Errorf("CopySnapshot after %v, want after %v", in.After, want)
