@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -63,6 +64,12 @@ type ReadStreamResult struct {
 func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {
+		return ReadStreamResult{}, err
+	}
+	// SetupSource passes the tables without their columns (one result for every table would
+	// outgrow a payload): read them here, on the reader's worker.
+	in.Tables = slices.Clone(in.Tables)
+	if err := readSchemas(ctx, cfg, in.Tables); err != nil {
 		return ReadStreamResult{}, err
 	}
 	tables := tableSignals{starter: a.Tables, tables: make(map[batch.TableName]TableConfig, len(in.Tables))}

@@ -33,12 +33,14 @@ type SetupResult struct {
 	Source batch.SourceID `json:"source"`
 	// Start is the slot's confirmed position: the reader resumes there.
 	Start batch.SourcePosition `json:"start"`
-	// Tables are the input's tables with Spec.Schema read from the source catalog.
+	// Tables are the input's tables with their Source set, without columns: each table's
+	// workflow (TableSchema) and the reader read them per table, so the result stays small
+	// whatever the number of tables.
 	Tables []TableConfig `json:"tables"`
 }
 
 // SetupSource creates the slot and the publication when missing (idempotent), checks that the
-// publication carries exactly the configured tables, and reads each table's schema. A source
+// publication carries exactly the configured tables and that each table's schema can be read. A source
 // that cannot serve the pipeline (preflight problems) is a non-retryable SourceSetup error that
 // names every problem.
 func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, error) {
@@ -55,7 +57,7 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 		Start:  batch.SourcePosition{Source: info.ID, Position: batch.Position{LSN: info.ConfirmedLSN}},
 	}
 	for i, t := range in.Tables {
-		t.Spec.Schema = info.Schemas[i]
+		t.Spec.Schema = batch.Schema{Table: info.Schemas[i].Table}
 		t.Source = &out.Source
 		out.Tables = append(out.Tables, t)
 	}
@@ -92,4 +94,29 @@ func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, 
 		return batch.Schema{}, sourceError("reading the schema of table "+in.Table().String(), err)
 	}
 	return schema, nil
+}
+
+// readSchemas fills in the columns of the tables that have none, from the source catalog over
+// one connection.
+func readSchemas(ctx context.Context, cfg source.Config, tables []TableConfig) error {
+	var conn *pgx.Conn
+	for i, t := range tables {
+		if len(t.Spec.Schema.Columns) > 0 {
+			continue
+		}
+		if conn == nil {
+			c, err := pgx.Connect(ctx, cfg.DSN)
+			if err != nil {
+				return fmt.Errorf("connecting to the source of pipeline %s to read the tables' schemas: %w", t.Pipeline, err)
+			}
+			defer c.Close(context.WithoutCancel(ctx))
+			conn = c
+		}
+		schema, err := source.DiscoverSchema(ctx, conn, t.Table(), t.Key)
+		if err != nil {
+			return sourceError("reading the schema of table "+t.Table().String(), err)
+		}
+		tables[i].Spec.Schema = schema
+	}
+	return nil
 }

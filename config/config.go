@@ -30,6 +30,10 @@ type Source struct {
 	Publication string `json:"publication"`
 	// SnapshotChunkRows is the number of rows per SELECT of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows"`
+	// MaxParallelBackfills is how many tables one worker backfills at once, each holding a
+	// temporary replication slot and a walsender while it copies. 0 (the key absent): what the
+	// server has free, read when the worker starts (source.BackfillCapacity).
+	MaxParallelBackfills int `json:"max_parallel_backfills,omitempty"`
 }
 
 // Temporal is the Temporal frontend the pipeline's workflows run on.

@@ -107,7 +107,7 @@ func problemCases() []problemCase {
 		{"unknown top-level key", []edit{set("pipline", "x")}, []want{{"pipline", "unknown key; allowed keys here are pipeline, source, temporal"}}},
 		{"unknown nested key", []edit{set("sink.iceberg.catalog.urii", "x")}, []want{{"sink.iceberg.catalog.urii", "allowed keys here are type, uri, dialect, name"}}},
 		{"unknown key in a list entry", []edit{set("tables.0.metadata", []any{map[string]any{"from": "op", "as": "op", "frm": "x"}})}, []want{{"tables[0].metadata[0].frm", "allowed keys here are from, as"}}},
-		{"mapping expected", []edit{set("source", "postgres://x")}, []want{{"source", "want a mapping of keys (dsn, slot, publication, snapshot_chunk_rows), got the string"}}},
+		{"mapping expected", []edit{set("source", "postgres://x")}, []want{{"source", "want a mapping of keys (dsn, slot, publication, snapshot_chunk_rows, max_parallel_backfills), got the string"}}},
 		{"list expected", []edit{set("tables", map[string]any{"source": "public.orders"})}, []want{{"tables", "want a list, got a mapping"}}},
 		{"string expected", []edit{set("pipeline", 12)}, []want{{"pipeline", "want a string, got the number 12"}}},
 		{"integer expected", []edit{set("batch.max_rows", "many")}, []want{{"batch.max_rows", `want a whole number, got "many"`}}},
@@ -138,6 +138,9 @@ func problemCases() []problemCase {
 		{"publication name", []edit{set("source.publication", "1pub")}, []want{{"source.publication", `"1pub" is not allowed`}}},
 		{"chunk rows explicit zero", []edit{set("source.snapshot_chunk_rows", 0)}, []want{{"source.snapshot_chunk_rows", "must not be 0; remove the key to use the default 50000"}}},
 		{"chunk rows negative", []edit{set("source.snapshot_chunk_rows", -1)}, []want{{"source.snapshot_chunk_rows", "is -1; it must be at least 1"}}},
+		{"parallel backfills explicit zero", []edit{set("source.max_parallel_backfills", 0)}, []want{{"source.max_parallel_backfills", "is 0; it must be at least 1, or remove the key"}}},
+		{"parallel backfills negative", []edit{set("source.max_parallel_backfills", -2)}, []want{{"source.max_parallel_backfills", "is -2; it must be at least 1"}}},
+		{"parallel backfills too many", []edit{set("source.max_parallel_backfills", 5000)}, []want{{"source.max_parallel_backfills", "is 5000; use at most 1000: each backfill holds a replication slot"}}},
 		{"chunk rows too many", []edit{set("source.snapshot_chunk_rows", 20_000_000)}, []want{{"source.snapshot_chunk_rows", "is 20000000; use at most 10000000: a chunk is read whole into the worker's memory"}}},
 
 		// temporal

@@ -115,6 +115,10 @@ func (v *validator) source(s *Source) {
 		v.ps.add("source.snapshot_chunk_rows", "is %d; it must be at least 1 (default %d)", s.SnapshotChunkRows, DefaultSnapshotChunkRows)
 	}
 	v.maxCount("source.snapshot_chunk_rows", s.SnapshotChunkRows, MaxSnapshotChunkRows, whyChunkRows)
+	if p := "source.max_parallel_backfills"; s.MaxParallelBackfills < 0 || (s.MaxParallelBackfills == 0 && v.present[p]) {
+		v.ps.add(p, "is %d; it must be at least 1, or remove the key to use what the server has free", s.MaxParallelBackfills)
+	}
+	v.maxCount("source.max_parallel_backfills", s.MaxParallelBackfills, MaxParallelBackfills, whyParallelBackfills)
 }
 
 // checkDSN checks the shape of a Postgres connection string without connecting. Its errors

@@ -54,7 +54,7 @@ func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{
 // TableOptions are the TableWorkflow options of cfg. An Iceberg sink's tables are maintained
 // (MaintainTable) every sink.iceberg.maintenance.compact_every_commits batches; -1 turns that off.
 func TableOptions(cfg *config.Config) workflows.TableOptions {
-	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows}
+	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes)}
 	if cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil {
 		switch n := cfg.Sink.Iceberg.Maintenance.CompactEveryCommits; {
 		case n > 0:

@@ -67,7 +67,7 @@ func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 	}()
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
-	tmp := "sluice_snap_" + hex.EncodeToString(suffix[:])
+	tmp := snapshotSlotPrefix + hex.EncodeToString(suffix[:])
 	res, err := pglogrepl.CreateReplicationSlot(ctx, rconn, tmp, "pgoutput",
 		pglogrepl.CreateReplicationSlotOptions{Temporary: true, SnapshotAction: "EXPORT_SNAPSHOT"})
 	if err != nil {

@@ -40,8 +40,18 @@ func checkCmd(a *app) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)
 			}
+			capacity, err := source.ReadReplicationCapacity(cmd.Context(), sc.DSN, sc.Slot)
+			if err != nil {
+				return fmt.Errorf("could not check the source: %w", err)
+			}
+			problems = append(problems, capacity.BackfillProblems(cfg.Source.MaxParallelBackfills)...)
 			if len(problems) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "source ready for pipeline %s (%d tables)\n", cfg.Pipeline, len(cfg.Tables))
+				backfills := cfg.Source.MaxParallelBackfills
+				if backfills == 0 {
+					backfills = capacity.DefaultParallelBackfills()
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "source ready for pipeline %s (%d tables, up to %d backfills at once per worker)\n",
+					cfg.Pipeline, len(cfg.Tables), backfills)
 				return nil
 			}
 			for _, p := range problems {

@@ -79,6 +79,8 @@ type pipelineOptions struct {
 	SetupSQL []string // run on the source before the config is written
 	Temporal string   // Temporal frontend host:port; empty: the shared dev server
 	MaxWait  string   // batch.max_wait; empty: 500ms
+	// ChunkRows is source.snapshot_chunk_rows; 0: 20000.
+	ChunkRows int
 }
 
 // newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
@@ -92,6 +94,10 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 	}
 	if temporalAddr == "" {
 		temporalAddr = testenv.Temporal(t)
+	}
+	chunkRows := o.ChunkRows
+	if chunkRows == 0 {
+		chunkRows = 20000
 	}
 	if dsn == "" {
 		dsn = testenv.NewDatabase(t)
@@ -110,7 +116,7 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
   dsn: %s
-  snapshot_chunk_rows: 20000
+  snapshot_chunk_rows: %d
 temporal:
   address: %s
   task_queue: %s
@@ -122,7 +128,7 @@ batch:
 sink:
 %s
 tables:
-%s`, p.name, dsn, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
+%s`, p.name, dsn, chunkRows, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
 	p.config = filepath.Join(p.dir, "pipeline.yaml")
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)

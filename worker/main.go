@@ -31,6 +31,7 @@ import (
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/pipeline"
+	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 	"github.com/sluicecdc/sluice/workflows"
 )
@@ -136,7 +137,9 @@ func run(ctx context.Context, o options) error {
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
 		EnableSessionWorker: true,
-		WorkerStopTimeout:   o.shutdown,
+		// A backfill is a session; the sessions beyond this wait for one to end.
+		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
+		WorkerStopTimeout:                 o.shutdown,
 	})
 	workflows.Register(w)
 	activities.Set{
@@ -163,6 +166,25 @@ func run(ctx context.Context, o options) error {
 	w.Stop()
 	log.Info("worker stopped")
 	return nil
+}
+
+// parallelBackfills is source.max_parallel_backfills, or when it is not set what the source
+// server has free (1 when it cannot be read: the worker still starts).
+func parallelBackfills(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
+	if n := cfg.Source.MaxParallelBackfills; n > 0 {
+		return n
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	c, err := source.ReadReplicationCapacity(ctx, cfg.Source.DSN, cfg.Source.Slot)
+	if err != nil {
+		log.Warn("reading the source's free replication slots failed; backfilling one table at a time (set source.max_parallel_backfills)", "err", err)
+		return 1
+	}
+	n := c.DefaultParallelBackfills()
+	log.Info("parallel backfills from the source's free replication slots and walsenders", "max_parallel_backfills", n,
+		"max_replication_slots", c.MaxSlots, "slots_in_use", c.Slots, "max_wal_senders", c.MaxSenders, "walsenders_in_use", c.Senders)
+	return n
 }
 
 func newLogger(format, level string) (*slog.Logger, error) {

@@ -14,8 +14,8 @@ import (
 )
 
 // backfill copies the table under an exported snapshot: DiscardSnapshot first (whatever a lost
-// earlier attempt left is never trusted), then BeginSnapshot, CopyChunk until done and
-// EndSnapshot in one session pinned to the worker holding the snapshot. The snapshot's position
+// earlier attempt left is never trusted), then BeginSnapshot, CopySnapshot slices until done
+// (copyInSlices) and EndSnapshot in one session pinned to the worker holding the snapshot. The snapshot's position
 // becomes the table's position; queued batches at or below it are skipped or trimmed by
 // CommitBatch.
 func (t *table) backfill(ctx workflow.Context) error {
@@ -35,7 +35,9 @@ func (t *table) backfill(ctx workflow.Context) error {
 	sctx, err := workflow.CreateSession(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour, // unused by sessions; required by the options
 	}), &workflow.SessionOptions{
-		CreationTimeout:  10 * time.Minute,
+		// Sessions wait for a free place on a worker (worker.Options.MaxConcurrentSessionExecutionSize
+		// is source.max_parallel_backfills): a table waits its turn without failing its run.
+		CreationTimeout:  24 * time.Hour,
 		ExecutionTimeout: 30 * 24 * time.Hour,
 		HeartbeatTimeout: 30 * time.Second,
 	})
@@ -56,6 +58,26 @@ func (t *table) backfill(ctx workflow.Context) error {
 		return t.sessionError(sctx, "beginning the snapshot", err)
 	}
 	t.snapshot = &SnapshotProgress{EstimatedRows: info.EstimatedRows, Position: info.Position}
+	if workflow.GetVersion(ctx, "backfill-copies-in-slices", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if err := t.copyByChunk(ctx, sctx, info); err != nil {
+			return err
+		}
+	} else if err := t.copyInSlices(ctx, sctx, info); err != nil {
+		return err
+	}
+	end := activities.EndSnapshotInput{Table: t.in.TableConfig, Snapshot: info}
+	if err := workflow.ExecuteActivity(sctx, snapshotActs.EndSnapshot, end).Get(ctx, nil); err != nil {
+		return t.sessionError(sctx, "ending the snapshot", err)
+	}
+	t.snapshot.Done = true
+	t.position, t.hasPosition = info.Position, true
+	t.rows += t.snapshot.Rows
+	return nil
+}
+
+// copyByChunk is the copy of runs recorded before copyInSlices: one CopyChunk activity per
+// chunk (about six history events each), kept so that those histories replay.
+func (t *table) copyByChunk(ctx, sctx workflow.Context, info activities.SnapshotInfo) error {
 	var after []string
 	for {
 		if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
@@ -69,17 +91,9 @@ func (t *table) backfill(ctx workflow.Context) error {
 		t.snapshot.Rows += res.Rows
 		after = res.Last
 		if res.Done {
-			break
+			return nil
 		}
 	}
-	end := activities.EndSnapshotInput{Table: t.in.TableConfig, Snapshot: info}
-	if err := workflow.ExecuteActivity(sctx, snapshotActs.EndSnapshot, end).Get(ctx, nil); err != nil {
-		return t.sessionError(sctx, "ending the snapshot", err)
-	}
-	t.snapshot.Done = true
-	t.position, t.hasPosition = info.Position, true
-	t.rows += t.snapshot.Rows
-	return nil
 }
 
 // sessionError classifies a failure inside the snapshot session. Non-retryable activity errors

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
@@ -56,8 +57,14 @@ type world struct {
 	poison    map[string]error
 	chunks    int // chunks the snapshot has
 	copied    int // chunks copied by the current snapshot
-	loseAt    int // CopyChunk call (1-based, counted over all snapshots) that loses the session; 0 never
+	loseAt    int // CopySnapshot call (1-based, counted over all snapshots) that loses the session; 0 never
 	copyCalls int
+	// chunkTime is how long the source takes per chunk: a CopySnapshot slice copies RunFor /
+	// chunkTime chunks (at least one); 0 means one chunk per slice.
+	chunkTime time.Duration
+	slices    []time.Duration // RunFor of every CopySnapshot call
+	// maxCopies stops a run whose CopySnapshot calls alone would pass the history budget; 0 never.
+	maxCopies int
 }
 
 func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
@@ -126,17 +133,38 @@ func (w *world) begin(_ context.Context, _ activities.BeginSnapshotInput) (activ
 	return activities.SnapshotInfo{Name: "00000003-1", Position: sp(1000), EstimatedRows: int64(w.chunks) * 100}, nil
 }
 
-func (w *world) copyChunk(_ context.Context, in activities.CopyChunkInput) (activities.CopyChunkResult, error) {
-	w.call("CopyChunk")
+func (w *world) copySnapshot(_ context.Context, in activities.CopySnapshotInput) (backfill.Cursor, error) {
+	w.call("CopySnapshot")
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.copyCalls++
+	w.slices = append(w.slices, in.RunFor)
 	if w.copyCalls == w.loseAt {
-		return activities.CopyChunkResult{}, temporal.NewCanceledError("session worker lost")
+		return backfill.Cursor{}, temporal.NewCanceledError("session worker lost")
 	}
-	w.copied++
-	w.applied = append(w.applied, fmt.Sprintf("chunk %d", w.copied))
-	return activities.CopyChunkResult{Rows: 100, Last: []string{fmt.Sprint(w.copied * 100)}, Done: w.copied == w.chunks}, nil
+	if w.maxCopies > 0 && w.copyCalls > w.maxCopies {
+		return backfill.Cursor{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("history budget exceeded: CopySnapshot call %d, %d of %d chunks copied", w.copyCalls, w.copied, w.chunks), "HistoryBudget", nil)
+	}
+	if want := cursorAt(w.copied); !equalStrings(in.After, want) {
+		return backfill.Cursor{}, fmt.Errorf("CopySnapshot after %v, want after %v", in.After, want)
+	}
+	n := 1
+	if w.chunkTime > 0 {
+		n = max(1, int(in.RunFor/w.chunkTime))
+	}
+	n = min(n, w.chunks-w.copied)
+	w.applied = append(w.applied, fmt.Sprintf("chunks %d-%d", w.copied+1, w.copied+n))
+	w.copied += n
+	return backfill.Cursor{Rows: int64(n) * 100, Chunks: int64(n), Last: cursorAt(w.copied), Done: w.copied == w.chunks}, nil
+}
+
+// cursorAt is the copy cursor after copied chunks of 100 rows.
+func cursorAt(copied int) []string {
+	if copied == 0 {
+		return nil
+	}
+	return []string{fmt.Sprint(copied * 100)}
 }
 
 func (w *world) end(_ context.Context, in activities.EndSnapshotInput) error {
@@ -177,7 +205,7 @@ func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowE
 	env.OnActivity(commitActs.CommitBatch, mock.Anything, mock.Anything).After(step).Return(w.commit)
 	env.OnActivity(snapshotActs.DiscardSnapshot, mock.Anything, mock.Anything).Return(w.discard)
 	env.OnActivity(snapshotActs.BeginSnapshot, mock.Anything, mock.Anything).Return(w.begin)
-	env.OnActivity(snapshotActs.CopyChunk, mock.Anything, mock.Anything).After(step).Return(w.copyChunk)
+	env.OnActivity(snapshotActs.CopySnapshot, mock.Anything, mock.Anything).After(step).Return(w.copySnapshot)
 	env.OnActivity(snapshotActs.EndSnapshot, mock.Anything, mock.Anything).Return(w.end)
 	return env
 }

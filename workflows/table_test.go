@@ -188,7 +188,7 @@ func TestTableWorkflowContinueAsNewKeepsQueueAndPosition(t *testing.T) {
 func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 	t.Parallel()
 	w := newWorld(false, 0, ref(900, 1099))
-	w.loseAt = 2 // the second chunk's worker dies
+	w.loseAt = 2 // the second slice's worker dies
 	env := newEnv(t, w, time.Second)
 	var during TableStatus
 	env.RegisterDelayedCallback(func() { during = queryStatus(t, env) }, 1500*time.Millisecond)
@@ -202,7 +202,7 @@ func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 		t.Fatalf("status during the backfill %+v: want phase backfill, 100 of ~300 rows", during)
 	}
 	applied, _, _ := w.snapshotOf()
-	if !equalStrings(applied, []string{"chunk 1"}) || w.hasPos {
+	if !equalStrings(applied, []string{"chunks 1-1"}) || w.hasPos {
 		t.Fatalf("after the lost session the sink holds %v (position %v); want the partial chunk and no position", applied, w.hasPos)
 	}
 
@@ -214,11 +214,11 @@ func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 		t.Fatalf("second run ended with %v", err)
 	}
 	applied, calls, pos := w.snapshotOf()
-	wantCalls := []string{"EnsureTable", "LoadTable", "TableSchema", "DiscardSnapshot", "BeginSnapshot", "CopyChunk", "CopyChunk", "CopyChunk", "EndSnapshot", "CommitBatch"}
+	wantCalls := []string{"EnsureTable", "LoadTable", "TableSchema", "DiscardSnapshot", "BeginSnapshot", "CopySnapshot", "CopySnapshot", "CopySnapshot", "EndSnapshot", "CommitBatch"}
 	if !equalStrings(calls, wantCalls) {
 		t.Fatalf("second run called %v, want %v", calls, wantCalls)
 	}
-	if want := []string{"chunk 1", "chunk 2", "chunk 3", "1001..1099"}; !equalStrings(applied, want) || pos != sp(1099) {
+	if want := []string{"chunks 1-1", "chunks 2-2", "chunks 3-3", "1001..1099"}; !equalStrings(applied, want) || pos != sp(1099) {
 		t.Fatalf("sink holds %v at %s, want %v: a clean snapshot, then the rows after its position 1000", applied, pos, want)
 	}
 }

@@ -17,6 +17,9 @@ type TableOptions struct {
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// SnapshotChunkRows is the rows per CopyChunk of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows,omitempty"`
+	// SnapshotApplyBytes groups a backfill's chunks into sink writes of up to this many bytes
+	// (0: the activity's default, 64 MiB).
+	SnapshotApplyBytes int64 `json:"snapshot_apply_bytes,omitempty"`
 	// CommitTimeout bounds one CommitBatch attempt (default 30 minutes); it heartbeats, so a lost
 	// worker is noticed after CommitHeartbeat (default 20 seconds; the commit heartbeats every 5).
 	CommitTimeout   time.Duration `json:"commit_timeout,omitempty"`
@@ -84,7 +87,8 @@ type MaintenanceStatus struct {
 type SnapshotProgress struct {
 	Rows          int64                `json:"rows"`
 	EstimatedRows int64                `json:"estimated_rows"`
-	Position      batch.SourcePosition `json:"position"` // the snapshot's consistent point
+	Chunks        int64                `json:"chunks,omitempty"` // chunks read so far
+	Position      batch.SourcePosition `json:"position"`         // the snapshot's consistent point
 	Done          bool                 `json:"done"`
 }
 

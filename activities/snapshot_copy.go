@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/sluicecdc/sluice/backfill"
+	"github.com/sluicecdc/sluice/batch"
+)
+
+// CopySnapshotInput asks for (a slice of) the copy of a snapshot, in key order after After.
+type CopySnapshotInput struct {
+	Table    TableConfig  `json:"table"`
+	Snapshot SnapshotInfo `json:"snapshot"`
+	// After holds the key columns' text values of the last row copied; empty at the start.
+	After []string `json:"after,omitempty"`
+	// ChunkRows is the rows per SELECT (default 50000).
+	ChunkRows int `json:"chunk_rows"`
+	// ApplyBytes groups chunks into one sink write up to this many bytes of Arrow records
+	// (default 64 MiB).
+	ApplyBytes int64 `json:"apply_bytes,omitempty"`
+	// RunFor returns after this long (between two writes) with the cursor, so the workflow can
+	// show progress and honour a pause; 0 copies to the end.
+	RunFor time.Duration `json:"run_for,omitempty"`
+}
+
+// defaultApplyBytes is the sink write size of a backfill when the input sets none.
+const defaultApplyBytes = 64 << 20
+
+// CopySnapshot copies the snapshot's rows after in.After into the sink as snapshot batches (rows
+// only, zero Hi), many chunks per activity: the run's history grows with the calls, not with the
+// table. It heartbeats a backfill.Cursor after every chunk read and every write; a retried
+// attempt (on this worker: the activity runs in the backfill's session) resumes from the last
+// heartbeat's cursor, and re-applying rows is idempotent (upsert by key). It returns the cursor
+// after RunFor or at the snapshot's end, with Rows and Chunks counting every attempt's writes.
+// A worker that does not hold the snapshot returns SnapshotSessionLost (the run re-snapshots).
+func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (backfill.Cursor, error) {
+	held, err := a.held(in.Snapshot.Name, in.Table.Table())
+	if err != nil {
+		return backfill.Cursor{}, err
+	}
+	schema := in.Table.Spec.Schema
+	if len(in.After) != 0 && len(in.After) != len(backfill.KeyIndexes(schema)) {
+		return backfill.Cursor{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: copy cursor has %d values for %d key columns", schema.Table, len(in.After), len(backfill.KeyIndexes(schema))),
+			ErrTypeSourceSetup, nil)
+	}
+	from := backfill.Cursor{Last: in.After}
+	if activity.HasHeartbeatDetails(ctx) {
+		var hb backfill.Cursor
+		if err := activity.GetHeartbeatDetails(ctx, &hb); err == nil {
+			from = hb // the previous attempt's applied rows: resume after them
+		}
+	}
+	lim := backfill.CopyLimits{ChunkRows: in.ChunkRows, ApplyBytes: in.ApplyBytes, RunFor: in.RunFor}
+	if lim.ChunkRows <= 0 {
+		lim.ChunkRows = 50_000
+	}
+	if lim.ApplyBytes <= 0 {
+		lim.ApplyBytes = defaultApplyBytes
+	}
+	mem := a.allocator()
+	deps := backfill.CopyDeps{
+		Read: func(ctx context.Context, after []string, limit int) (backfill.Chunk, error) {
+			return held.ReadChunk(ctx, mem, schema, after, limit)
+		},
+		ReadAhead: func(ctx context.Context, after []string, limit int) {
+			held.ReadAheadFrom(ctx, mem, schema, after, limit)
+		},
+		Apply: func(ctx context.Context, rec arrow.RecordBatch) error {
+			return a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{})
+		},
+		Heartbeat: func(ctx context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) },
+		Mem:       mem,
+	}
+	at, err := backfill.Copy(ctx, lim, deps, from)
+	if be, ok := errors.AsType[*backfill.BuildError](err); ok {
+		return at, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.Err), ErrTypePoisonBatch, be.Err)
+	}
+	if err != nil {
+		if _, isApp := errors.AsType[*temporal.ApplicationError](err); isApp {
+			return at, err // the sink's classification (sinkError)
+		}
+		return at, sourceError(fmt.Sprintf("copying the snapshot of table %s", schema.Table), err)
+	}
+	return at, nil
+}

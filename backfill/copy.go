@@ -1,0 +1,198 @@
+package backfill
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Cursor is where a snapshot's copy stands: every row up to Last (in key order) is applied to
+// the sink. It is the heartbeat detail of the copy activity, so a retried attempt on the worker
+// that holds the snapshot resumes from it instead of from the first row.
+type Cursor struct {
+	// Last holds the key columns' text values of the last row applied; empty before the first.
+	Last []string `json:"last,omitempty"`
+	// Rows and Chunks count what was applied since the cursor the copy was started from.
+	Rows   int64 `json:"rows"`
+	Chunks int64 `json:"chunks"`
+	// Done: the snapshot has no rows after Last.
+	Done bool `json:"done,omitempty"`
+}
+
+// CopyLimits bound one call of Copy.
+type CopyLimits struct {
+	// ChunkRows is the rows per SELECT (keyset page).
+	ChunkRows int
+	// ApplyBytes groups consecutive chunks into one sink write until their records hold this
+	// many bytes (at least one chunk per write).
+	ApplyBytes int64
+	// FlushEvery applies the chunks read so far at least this often, so the cursor (and the
+	// heartbeat that carries it) moves on a slow source too; 0 means 10 seconds.
+	FlushEvery time.Duration
+	// RunFor ends the call, between two writes, after this long; 0 means until the snapshot
+	// is copied. The caller calls again from the returned cursor.
+	RunFor time.Duration
+}
+
+// CopyDeps are what Copy reads from and writes to. Read and ReadAhead are a Session's
+// (ReadChunk and ReadAheadFrom, bound to the table's schema); tests pass fakes.
+type CopyDeps struct {
+	// Read returns up to limit rows after the key after.
+	Read func(ctx context.Context, after []string, limit int) (Chunk, error)
+	// ReadAhead starts reading the chunk after the key after in the background (optional).
+	ReadAhead func(ctx context.Context, after []string, limit int)
+	// Apply writes a record of snapshot rows to the sink, idempotently (upsert by key): a
+	// retried attempt may write rows after its cursor again.
+	Apply func(ctx context.Context, rec arrow.RecordBatch) error
+	// Heartbeat reports the cursor of what is applied; called after every read and write.
+	Heartbeat func(ctx context.Context, c Cursor)
+	// Mem allocates concatenated records; nil means memory.DefaultAllocator.
+	Mem memory.Allocator
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Copy copies the snapshot from the cursor from: it reads chunks in key order, groups them into
+// sink writes bounded by lim.ApplyBytes and lim.FlushEvery, and returns the cursor after the
+// last write, when the snapshot is done or lim.RunFor has passed. The returned cursor counts
+// from's Rows and Chunks too. A failed read or write returns the error and the cursor of what
+// was applied before it (the last heartbeat's).
+func Copy(ctx context.Context, lim CopyLimits, deps CopyDeps, from Cursor) (Cursor, error) {
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	if lim.ChunkRows <= 0 {
+		return from, fmt.Errorf("copying a snapshot: chunk rows %d, want at least 1", lim.ChunkRows)
+	}
+	if lim.FlushEvery <= 0 {
+		lim.FlushEvery = 10 * time.Second
+	}
+	start := now()
+	at := from
+	for !at.Done {
+		if lim.RunFor > 0 && at.Chunks > from.Chunks && now().Sub(start) >= lim.RunFor {
+			break
+		}
+		next, err := copyGroup(ctx, lim, deps, now, at)
+		if err != nil {
+			return at, err
+		}
+		at = next
+		deps.Heartbeat(ctx, at)
+	}
+	return at, nil
+}
+
+// copyGroup reads chunks after at until their records reach lim.ApplyBytes, lim.FlushEvery
+// passes or the snapshot ends, applies them as one record and returns the cursor after them.
+func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() time.Time, at Cursor) (Cursor, error) {
+	var recs []arrow.RecordBatch
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	begin := now()
+	next := at
+	var size int64
+	for {
+		c, err := deps.Read(ctx, next.Last, lim.ChunkRows)
+		if err != nil {
+			return at, err
+		}
+		next.Chunks++
+		next.Rows += int64(c.Rows)
+		next.Done = c.Rows < lim.ChunkRows
+		if c.Rows > 0 {
+			recs = append(recs, c.Rec)
+			next.Last = c.Last
+			size += recordBytes(c.Rec)
+		} else if c.Rec != nil {
+			c.Rec.Release()
+		}
+		if !next.Done && deps.ReadAhead != nil {
+			// The next chunk is read while this group is written (see Session).
+			deps.ReadAhead(ctx, next.Last, lim.ChunkRows)
+		}
+		deps.Heartbeat(ctx, at) // keeps the attempt alive; the cursor moves only with a write
+		if next.Done || size >= lim.ApplyBytes || now().Sub(begin) >= lim.FlushEvery {
+			break
+		}
+	}
+	if len(recs) > 0 {
+		rec, err := concatRecords(recs, deps.Mem)
+		if err != nil {
+			return at, err
+		}
+		err = deps.Apply(ctx, rec)
+		rec.Release()
+		if err != nil {
+			return at, err
+		}
+	}
+	return next, nil
+}
+
+// concatRecords returns one record holding recs' rows in order (all of one schema); the caller
+// releases it and still owns recs.
+func concatRecords(recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	schema := recs[0].Schema()
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	parts := make([]arrow.Array, len(recs))
+	for i := range cols {
+		for j, r := range recs {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, mem)
+		if err != nil {
+			return nil, &BuildError{fmt.Errorf("concatenating column %s of %d chunks: %w", schema.Field(i).Name, len(recs), err)}
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(schema, cols, rows), nil
+}
+
+// recordBytes is the size of rec's buffers (what a group of chunks holds in memory).
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		n += dataBytes(c.Data())
+	}
+	return n
+}
+
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, b := range d.Buffers() {
+		if b != nil {
+			n += int64(b.Len())
+		}
+	}
+	for _, c := range d.Children() {
+		n += dataBytes(c)
+	}
+	return n
+}

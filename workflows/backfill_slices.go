@@ -1,0 +1,69 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/backfill"
+)
+
+// A backfill's copy runs as CopySnapshot activities (slices) in the snapshot's session, each
+// copying many chunks and returning after its slice's time with the cursor: about six history
+// events per slice, whatever the chunk count. The slices lengthen (backfillSliceFirst, growing
+// by half up to backfillSliceMax) so the status shows progress at least every backfillSliceMax;
+// after backfillSteadySlices slices, or once the run's history holds half its budget
+// (TableOptions.MaxHistoryEvents), each slice doubles the last, so a backfill of any length adds
+// at most a few dozen slices more. (The merge's shared budget constants: 10,000 events per run.)
+const (
+	backfillSliceFirst   = 30 * time.Second
+	backfillSliceMax     = 5 * time.Minute
+	backfillSteadySlices = 600
+	// backfillSliceSlack bounds one slice's last write past its time (StartToCloseTimeout).
+	backfillSliceSlack = time.Hour
+	// backfillHeartbeat is the CopySnapshot heartbeat timeout: it heartbeats after every chunk
+	// read and every write.
+	backfillHeartbeat = 2 * time.Minute
+)
+
+// copyInSlices copies the snapshot with CopySnapshot slices until it is done, adding each
+// slice's rows to the status's progress. A pause takes effect between slices.
+func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.SnapshotInfo) error {
+	var after []string
+	slice := backfillSliceFirst
+	for n := 0; ; n++ {
+		if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
+			return err
+		}
+		actx := workflow.WithActivityOptions(sctx, workflow.ActivityOptions{
+			StartToCloseTimeout: slice + backfillSliceSlack,
+			HeartbeatTimeout:    backfillHeartbeat,
+			RetryPolicy:         RetryForever(),
+		})
+		in := activities.CopySnapshotInput{
+			Table: t.in.TableConfig, Snapshot: info, After: after,
+			ChunkRows: t.opts.SnapshotChunkRows, ApplyBytes: t.opts.SnapshotApplyBytes, RunFor: slice,
+		}
+		var res backfill.Cursor
+		if err := workflow.ExecuteActivity(actx, snapshotActs.CopySnapshot, in).Get(ctx, &res); err != nil {
+			return t.sessionError(sctx, "copying the snapshot", err)
+		}
+		t.snapshot.Rows += res.Rows
+		t.snapshot.Chunks += res.Chunks
+		after = res.Last
+		if res.Done {
+			return nil
+		}
+		slice = nextSlice(slice, n+1, workflow.GetInfo(ctx).GetCurrentHistoryLength(), t.opts.MaxHistoryEvents)
+	}
+}
+
+// nextSlice is the time of the slice after one of time d, when n slices ran and the run's
+// history holds events of budget.
+func nextSlice(d time.Duration, n, events, budget int) time.Duration {
+	if n >= backfillSteadySlices || (budget > 0 && events >= budget/2) {
+		return 2 * d
+	}
+	return min(d+d/2, backfillSliceMax)
+}
