@@ -46,9 +46,9 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		return backfill.Cursor{}, err
 	}
 	schema := in.Table.Spec.Schema
-	if len(in.After) != 0 && len(in.After) != len(backfill.KeyIndexes(schema)) {
+	if len(in.After) != 0 && len(in.After) != len(schema.KeyIndexes()) {
 		return backfill.Cursor{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: copy cursor has %d values for %d key columns", schema.Table, len(in.After), len(backfill.KeyIndexes(schema))),
+			fmt.Sprintf("table %s: copy cursor has %d values for %d key columns", schema.Table, len(in.After), len(schema.KeyIndexes())),
 			ErrTypeSourceSetup, nil)
 	}
 	from := backfill.Cursor{Last: in.After}
