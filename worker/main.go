@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -134,6 +135,8 @@ func run(ctx context.Context, o options) error {
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
 		EnableSessionWorker: true,
 		WorkerStopTimeout:   o.shutdown,
+		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
+		Interceptors: []interceptor.WorkerInterceptor{&activities.Heartbeats{}},
 	})
 	workflows.Register(w)
 	activities.Set{
