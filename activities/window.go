@@ -44,6 +44,8 @@ type LoadTableResult struct {
 	Staged      []staging.BatchRef   `json:"staged"`
 	// More is how many staged batches the table needs beyond Staged (0: Staged is all of them).
 	More int `json:"more,omitempty"`
+	// StagedHi is the highest hi of every staged batch the table needs (how far its lag reaches).
+	StagedHi batch.SourcePosition `json:"staged_hi,omitzero"`
 }
 
 // LoadTable reads the table's committed position from its sink and lists the first window of
@@ -63,7 +65,7 @@ func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (LoadTableRes
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("loading table %s: %w", in.Table(), err)
 	}
-	return LoadTableResult{Position: pos, HasPosition: ok, Staged: w.Refs, More: w.Staged - len(w.Refs)}, nil
+	return LoadTableResult{Position: pos, HasPosition: ok, Staged: w.Refs, More: w.Staged - len(w.Refs), StagedHi: w.Hi}, nil
 }
 
 // NextBatchesInput asks for the staged batches of a table after its committed position.
@@ -79,6 +81,8 @@ type NextBatchesResult struct {
 	Refs []staging.BatchRef `json:"refs"`
 	// More is how many staged batches the table needs beyond Refs (0: Refs is all of them).
 	More int `json:"more,omitempty"`
+	// StagedHi is the highest hi of every staged batch the table needs (how far its lag reaches).
+	StagedHi batch.SourcePosition `json:"staged_hi,omitzero"`
 }
 
 // NextBatches lists the first window of staged batches whose hi is after in.After (all staged
@@ -90,7 +94,7 @@ func (a *Commit) NextBatches(ctx context.Context, in NextBatchesInput) (NextBatc
 	if err != nil {
 		return NextBatchesResult{}, fmt.Errorf("listing staged batches of table %s: %w", in.Table.Table(), err)
 	}
-	return NextBatchesResult{Refs: w.Refs, More: w.Staged - len(w.Refs)}, nil
+	return NextBatchesResult{Refs: w.Refs, More: w.Staged - len(w.Refs), StagedHi: w.Hi}, nil
 }
 
 func (a *Commit) window(ctx context.Context, in TableConfig, after batch.SourcePosition, has bool, l WindowLimit) (staging.Window, error) {

@@ -156,6 +156,8 @@ type Window struct {
 	// Staged is how many staged batches the table still needs in all, Refs included: more are
 	// staged beyond Refs when it exceeds len(Refs).
 	Staged int
+	// Hi is the highest hi of the staged batches the table needs (zero when none).
+	Hi batch.SourcePosition
 }
 
 // ListWindow returns the first staged batches of a table that a sink holding position after
@@ -173,6 +175,14 @@ func (s *Store) ListWindow(ctx context.Context, pipeline string, table batch.Tab
 		return Window{}, err
 	}
 	w := Window{Staged: len(need)}
+	if len(need) > 0 {
+		w.Hi = need[0].Hi
+		for _, r := range need[1:] {
+			if w.Hi.Position.Less(r.Hi.Position) {
+				w.Hi = r.Hi
+			}
+		}
+	}
 	size := 0
 	for _, r := range need {
 		if limit > 0 && len(w.Refs) >= limit {

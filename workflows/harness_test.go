@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +60,9 @@ type world struct {
 	copied    int // chunks copied by the current snapshot
 	loseAt    int // CopyChunk call (1-based, counted over all snapshots) that loses the session; 0 never
 	copyCalls int
+	listFails int // NextBatches calls still to fail
+	// commitFails decides whether a CommitBatch attempt fails transiently (nil: never).
+	commitFails func(now time.Time) bool
 }
 
 func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
@@ -78,6 +83,9 @@ func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activ
 	w.call("CommitBatch")
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.commitFails != nil && w.commitFails(time.Now()) {
+		return activities.CommitBatchResult{}, errors.New("sink unavailable: connection refused")
+	}
 	r := in.Ref
 	if w.hasPos && !w.pos.Position.Less(r.Hi.Position) {
 		delete(w.staged, r.URI)
@@ -97,17 +105,48 @@ func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activ
 	return activities.CommitBatchResult{Position: r.Hi, Rows: r.Rows}, nil
 }
 
-func (w *world) load(_ context.Context, _ activities.TableConfig) (activities.LoadTableResult, error) {
+func (w *world) load(_ context.Context, in activities.LoadTableInput) (activities.LoadTableResult, error) {
 	w.call("LoadTable")
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	refs, more, hi := w.windowAfter(w.pos, w.hasPos, in.Window)
+	return activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs, More: more, StagedHi: hi}, nil
+}
+
+func (w *world) next(_ context.Context, in activities.NextBatchesInput) (activities.NextBatchesResult, error) {
+	w.call("NextBatches")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.listFails > 0 {
+		w.listFails--
+		return activities.NextBatchesResult{}, errors.New("staging store unavailable")
+	}
+	refs, more, hi := w.windowAfter(in.After, in.HasPosition, in.Window)
+	return activities.NextBatchesResult{Refs: refs, More: more, StagedHi: hi}, nil
+}
+
+// windowAfter is what staging.ListWindow returns: the staged refs after pos in commit order, at
+// most l.Refs of them, how many more, and the highest hi.
+func (w *world) windowAfter(pos batch.SourcePosition, hasPos bool, l activities.WindowLimit) ([]staging.BatchRef, int, batch.SourcePosition) {
 	var refs []staging.BatchRef
+	var hi batch.SourcePosition
 	for _, r := range w.staged {
-		if !w.hasPos || w.pos.Position.Less(r.Hi.Position) {
+		if !hasPos || pos.Position.Less(r.Hi.Position) {
 			refs = append(refs, r)
+			if hi.Position.Less(r.Hi.Position) {
+				hi = r.Hi
+			}
 		}
 	}
-	return activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs}, nil
+	slices.SortFunc(refs, staging.Compare)
+	limit := l.Refs
+	if limit <= 0 {
+		limit = activities.DefaultWindowRefs
+	}
+	if len(refs) <= limit {
+		return refs, 0, hi
+	}
+	return refs[:limit:limit], len(refs) - limit, hi
 }
 
 func (w *world) discard(_ context.Context, _ activities.TableConfig) error {
@@ -174,6 +213,7 @@ func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowE
 		return nil
 	})
 	env.OnActivity(commitActs.LoadTable, mock.Anything, mock.Anything).Return(w.load)
+	env.OnActivity(commitActs.NextBatches, mock.Anything, mock.Anything).Return(w.next)
 	env.OnActivity(commitActs.CommitBatch, mock.Anything, mock.Anything).After(step).Return(w.commit)
 	env.OnActivity(snapshotActs.DiscardSnapshot, mock.Anything, mock.Anything).Return(w.discard)
 	env.OnActivity(snapshotActs.BeginSnapshot, mock.Anything, mock.Anything).Return(w.begin)
