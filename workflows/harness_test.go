@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -61,6 +62,7 @@ type world struct {
 	loseAt    int // CopyChunk call (1-based, counted over all snapshots) that loses the session; 0 never
 	copyCalls int
 	listFails int // NextBatches calls still to fail
+	maxResult int // largest JSON of a LoadTable or NextBatches result
 	// commitFails decides whether a CommitBatch attempt fails transiently (nil: never).
 	commitFails func(now time.Time) bool
 }
@@ -110,7 +112,9 @@ func (w *world) load(_ context.Context, in activities.LoadTableInput) (activitie
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	refs, more, hi := w.windowAfter(w.pos, w.hasPos, in.Window)
-	return activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs, More: more, StagedHi: hi}, nil
+	res := activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs, More: more, StagedHi: hi}
+	w.noteResult(res)
+	return res, nil
 }
 
 func (w *world) next(_ context.Context, in activities.NextBatchesInput) (activities.NextBatchesResult, error) {
@@ -122,7 +126,16 @@ func (w *world) next(_ context.Context, in activities.NextBatchesInput) (activit
 		return activities.NextBatchesResult{}, errors.New("staging store unavailable")
 	}
 	refs, more, hi := w.windowAfter(in.After, in.HasPosition, in.Window)
-	return activities.NextBatchesResult{Refs: refs, More: more, StagedHi: hi}, nil
+	res := activities.NextBatchesResult{Refs: refs, More: more, StagedHi: hi}
+	w.noteResult(res)
+	return res, nil
+}
+
+// noteResult records the JSON size of a result (w.mu held).
+func (w *world) noteResult(res any) {
+	if b, err := json.Marshal(res); err == nil {
+		w.maxResult = max(w.maxResult, len(b))
+	}
 }
 
 // windowAfter is what staging.ListWindow returns: the staged refs after pos in commit order, at
