@@ -31,18 +31,18 @@ type table struct {
 	// table needs sorts before its last one without being in it. beyond counts the batches known
 	// to be staged after it (0: the window holds every one known); the workflow lists the next
 	// window from staging (NextBatches) when the window is empty and beyond is not.
-	window      []staging.BatchRef
-	beyond      int
-	stagedHi    batch.SourcePosition // the highest hi signalled or listed, for the lag
-	paused      bool
-	resync      bool
-	rows        int64
-	batches     int64
-	runs        int
-	commits     int // commits in this run
-	lastError   string
-	failures    int // consecutive failures of a stream-phase activity (an outage)
-	snapshot    *SnapshotProgress
+	window    []staging.BatchRef
+	beyond    int
+	stagedHi  batch.SourcePosition // the highest hi signalled or listed, for the lag
+	paused    bool
+	resync    bool
+	rows      int64
+	batches   int64
+	runs      int
+	commits   int // commits in this run
+	lastError string
+	failures  int // consecutive failures of a stream-phase activity (an outage)
+	snapshot  *SnapshotProgress
 	// sinceMaintenance counts batches that wrote rows since the last maintenance started.
 	sinceMaintenance int
 	lastMaintenance  *MaintenanceStatus
