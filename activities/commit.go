@@ -47,37 +47,6 @@ func (a *Commit) EnsureTable(ctx context.Context, in TableConfig) error {
 	return sinkError(in, "creating or evolving target", sink.EnsureTable(ctx, in.Spec))
 }
 
-// LoadTableResult is where a table stands: the sink's committed position and the staged batches
-// after it, in commit order.
-type LoadTableResult struct {
-	Position    batch.SourcePosition `json:"position"`
-	HasPosition bool                 `json:"has_position"` // false: the table needs a backfill
-	Staged      []staging.BatchRef   `json:"staged"`
-}
-
-// LoadTable reads the table's committed position from its sink and lists the staged batches the
-// sink does not hold yet. A new run of a TableWorkflow (first start, resume, restart after a lost
-// snapshot session) starts from it. Staged batches of another source than the committed position
-// are a non-retryable SourceMismatch error.
-func (a *Commit) LoadTable(ctx context.Context, in TableConfig) (LoadTableResult, error) {
-	sink, err := a.Sinks.Sink(ctx, in.Sink)
-	if err != nil {
-		return LoadTableResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
-	}
-	pos, ok, err := storedPosition(ctx, sink, in)
-	if err != nil {
-		return LoadTableResult{}, err
-	}
-	staged, err := a.Staging.ListAfter(ctx, in.Pipeline, in.Table(), pos, ok)
-	if errors.Is(err, batch.ErrDifferentSource) {
-		return LoadTableResult{}, sourceMismatch(in, err)
-	}
-	if err != nil {
-		return LoadTableResult{}, fmt.Errorf("loading table %s: %w", in.Table(), err)
-	}
-	return LoadTableResult{Position: pos, HasPosition: ok, Staged: staged}, nil
-}
-
 // CommitBatchInput names the batch to commit and its table.
 type CommitBatchInput struct {
 	Table TableConfig      `json:"table"`

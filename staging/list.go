@@ -3,6 +3,7 @@ package staging
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,4 +146,63 @@ func SafePosition(staged []BatchRef, reader batch.SourcePosition) (batch.SourceP
 		}
 	}
 	return safe, nil
+}
+
+// Window is a bounded slice of the staged batches a table still needs, as ListWindow returns it.
+type Window struct {
+	// Refs are the first staged batches after the committed position, in Compare order, with
+	// rows, phase and first commit time read from their metadata.
+	Refs []BatchRef
+	// Staged is how many staged batches the table still needs in all, Refs included: more are
+	// staged beyond Refs when it exceeds len(Refs).
+	Staged int
+	// Hi is the highest hi of the staged batches the table needs (zero when none).
+	Hi batch.SourcePosition
+}
+
+// ListWindow returns the first staged batches of a table that a sink holding position after
+// still needs (as ListAfter, with the same source rule), at most limit of them and, when
+// maxBytes > 0, no more than fit in maxBytes of JSON; at least one when any is staged. It reads
+// names only for the whole table and metadata only for the refs it returns, so a table with tens
+// of thousands of staged batches costs one listing and limit metadata reads per window.
+func (s *Store) ListWindow(ctx context.Context, pipeline string, table batch.TableName, after batch.SourcePosition, hasAfter bool, limit, maxBytes int) (Window, error) {
+	names, err := s.list(ctx, tablePrefix(pipeline, table), false)
+	if err != nil {
+		return Window{}, fmt.Errorf("listing staged batches of %s in pipeline %s: %w", table, pipeline, err)
+	}
+	need, err := FilterAfter(names, after, hasAfter)
+	if err != nil {
+		return Window{}, err
+	}
+	w := Window{Staged: len(need)}
+	if len(need) > 0 {
+		w.Hi = need[0].Hi
+		for _, r := range need[1:] {
+			if w.Hi.Position.Less(r.Hi.Position) {
+				w.Hi = r.Hi
+			}
+		}
+	}
+	size := 0
+	for _, r := range need {
+		if limit > 0 && len(w.Refs) >= limit {
+			break
+		}
+		key := strings.TrimPrefix(r.URI, s.base)
+		attrs, err := s.bucket.Attributes(ctx, key)
+		if err != nil {
+			return Window{}, fmt.Errorf("reading attributes of staged batch %s: %w", r, s.classify(err))
+		}
+		if r, err = withMetadata(r, attrs.Metadata); err != nil {
+			return Window{}, err
+		}
+		if n, err := json.Marshal(r); err == nil {
+			size += len(n) + 1
+		}
+		if maxBytes > 0 && size > maxBytes && len(w.Refs) > 0 {
+			break
+		}
+		w.Refs = append(w.Refs, r)
+	}
+	return w, nil
 }

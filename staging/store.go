@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -28,6 +29,8 @@ import (
 const (
 	metaRows  = "sluice-rows"
 	metaPhase = "sluice-phase"
+	// metaFirstCommit is the batch's FirstCommit (RFC 3339), absent for snapshot batches.
+	metaFirstCommit = "sluice-first-commit"
 )
 
 // Store is a staging location: a local directory or a prefix of an S3-compatible bucket. It is
@@ -137,10 +140,7 @@ func (s *Store) Put(ctx context.Context, ref BatchRef, data io.Reader) (BatchRef
 	defer cancel()
 	w, err := s.bucket.NewWriter(wctx, name, &blob.WriterOptions{
 		ContentType: "application/vnd.apache.arrow.file",
-		Metadata: map[string]string{
-			metaRows:  strconv.FormatInt(ref.Rows, 10),
-			metaPhase: string(ref.Phase),
-		},
+		Metadata:    objectMetadata(ref),
 	})
 	if err != nil {
 		return BatchRef{}, fmt.Errorf("staging batch %s: %w", ref, err)
@@ -157,6 +157,15 @@ func (s *Store) Put(ctx context.Context, ref BatchRef, data io.Reader) (BatchRef
 	ref.URI = s.base + name
 	ref.Bytes = n
 	return ref, nil
+}
+
+// objectMetadata is the metadata staged with ref's object, from which a listing rebuilds it.
+func objectMetadata(ref BatchRef) map[string]string {
+	m := map[string]string{metaRows: strconv.FormatInt(ref.Rows, 10), metaPhase: string(ref.Phase)}
+	if !ref.FirstCommit.IsZero() {
+		m[metaFirstCommit] = ref.FirstCommit.UTC().Format(time.RFC3339Nano)
+	}
+	return m
 }
 
 // key returns the object name of ref within the store, checking that its URI points here.
@@ -244,13 +253,27 @@ func (s *Store) refFromListing(ctx context.Context, obj *blob.ListObject, withAt
 	if err != nil {
 		return BatchRef{}, fmt.Errorf("reading attributes of staged batch %s: %w", ref, s.classify(err))
 	}
-	if v, ok := attrs.Metadata[metaRows]; ok {
-		if ref.Rows, err = strconv.ParseInt(v, 10, 64); err != nil {
+	return withMetadata(ref, attrs.Metadata)
+}
+
+// withMetadata sets ref's rows, phase and first commit time from its object's metadata.
+func withMetadata(ref BatchRef, meta map[string]string) (BatchRef, error) {
+	if v, ok := meta[metaRows]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
 			return BatchRef{}, fmt.Errorf("staged batch %s: rows metadata %q: %w", ref, v, err)
 		}
+		ref.Rows = n
 	}
-	if v := attrs.Metadata[metaPhase]; v != "" {
+	if v := meta[metaPhase]; v != "" {
 		ref.Phase = batch.Phase(v)
+	}
+	if v := meta[metaFirstCommit]; v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return BatchRef{}, fmt.Errorf("staged batch %s: first commit metadata %q: %w", ref, v, err)
+		}
+		ref.FirstCommit = t
 	}
 	return ref, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -140,6 +141,8 @@ func run(ctx context.Context, o options) error {
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
 		WorkerStopTimeout:                 o.shutdown,
+		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
+		Interceptors: []interceptor.WorkerInterceptor{&activities.Heartbeats{}},
 	})
 	workflows.Register(w)
 	activities.Set{

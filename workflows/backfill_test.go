@@ -10,7 +10,7 @@ import (
 )
 
 // historyBudget is the events a run may hold (the budget docs/architecture.md states).
-const historyBudget = 10_000
+const historyBudget = MaxRunEvents
 
 // estimatedEvents is an upper estimate of a run's history after calls activities, one at a
 // time: each adds ActivityTaskScheduled, Started and Completed and a workflow task (Scheduled,

@@ -2,7 +2,10 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +68,10 @@ type world struct {
 	slices    []time.Duration // RunFor of every CopySnapshot call
 	// maxCopies stops a run whose CopySnapshot calls alone would pass the history budget; 0 never.
 	maxCopies int
+	listFails int // NextBatches calls still to fail
+	maxResult int // largest JSON of a LoadTable or NextBatches result
+	// commitFails decides whether a CommitBatch attempt fails transiently (nil: never).
+	commitFails func(now time.Time) bool
 }
 
 func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
@@ -85,6 +92,9 @@ func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activ
 	w.call("CommitBatch")
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.commitFails != nil && w.commitFails(time.Now()) {
+		return activities.CommitBatchResult{}, errors.New("sink unavailable: connection refused")
+	}
 	r := in.Ref
 	if w.hasPos && !w.pos.Position.Less(r.Hi.Position) {
 		delete(w.staged, r.URI)
@@ -104,17 +114,59 @@ func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activ
 	return activities.CommitBatchResult{Position: r.Hi, Rows: r.Rows}, nil
 }
 
-func (w *world) load(_ context.Context, _ activities.TableConfig) (activities.LoadTableResult, error) {
+func (w *world) load(_ context.Context, in activities.LoadTableInput) (activities.LoadTableResult, error) {
 	w.call("LoadTable")
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	refs, more, hi := w.windowAfter(w.pos, w.hasPos, in.Window)
+	res := activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs, More: more, StagedHi: hi}
+	w.noteResult(res)
+	return res, nil
+}
+
+func (w *world) next(_ context.Context, in activities.NextBatchesInput) (activities.NextBatchesResult, error) {
+	w.call("NextBatches")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.listFails > 0 {
+		w.listFails--
+		return activities.NextBatchesResult{}, errors.New("staging store unavailable")
+	}
+	refs, more, hi := w.windowAfter(in.After, in.HasPosition, in.Window)
+	res := activities.NextBatchesResult{Refs: refs, More: more, StagedHi: hi}
+	w.noteResult(res)
+	return res, nil
+}
+
+// noteResult records the JSON size of a result (w.mu held).
+func (w *world) noteResult(res any) {
+	if b, err := json.Marshal(res); err == nil {
+		w.maxResult = max(w.maxResult, len(b))
+	}
+}
+
+// windowAfter is what staging.ListWindow returns: the staged refs after pos in commit order, at
+// most l.Refs of them, how many more, and the highest hi.
+func (w *world) windowAfter(pos batch.SourcePosition, hasPos bool, l activities.WindowLimit) ([]staging.BatchRef, int, batch.SourcePosition) {
 	var refs []staging.BatchRef
+	var hi batch.SourcePosition
 	for _, r := range w.staged {
-		if !w.hasPos || w.pos.Position.Less(r.Hi.Position) {
+		if !hasPos || pos.Position.Less(r.Hi.Position) {
 			refs = append(refs, r)
+			if hi.Position.Less(r.Hi.Position) {
+				hi = r.Hi
+			}
 		}
 	}
-	return activities.LoadTableResult{Position: w.pos, HasPosition: w.hasPos, Staged: refs}, nil
+	slices.SortFunc(refs, staging.Compare)
+	limit := l.Refs
+	if limit <= 0 {
+		limit = activities.DefaultWindowRefs
+	}
+	if len(refs) <= limit {
+		return refs, 0, hi
+	}
+	return refs[:limit:limit], len(refs) - limit, hi
 }
 
 func (w *world) discard(_ context.Context, _ activities.TableConfig) error {
@@ -202,6 +254,7 @@ func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowE
 		return nil
 	})
 	env.OnActivity(commitActs.LoadTable, mock.Anything, mock.Anything).Return(w.load)
+	env.OnActivity(commitActs.NextBatches, mock.Anything, mock.Anything).Return(w.next)
 	env.OnActivity(commitActs.CommitBatch, mock.Anything, mock.Anything).After(step).Return(w.commit)
 	env.OnActivity(snapshotActs.DiscardSnapshot, mock.Anything, mock.Anything).Return(w.discard)
 	env.OnActivity(snapshotActs.BeginSnapshot, mock.Anything, mock.Anything).Return(w.begin)

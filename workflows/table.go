@@ -27,15 +27,22 @@ type table struct {
 	state       State
 	position    batch.SourcePosition
 	hasPosition bool
-	queue       []staging.BatchRef
-	paused      bool
-	resync      bool
-	rows        int64
-	batches     int64
-	runs        int
-	commits     int // commits in this run
-	lastError   string
-	snapshot    *SnapshotProgress
+	// window is the next staged batches in commit order, at most WindowRefs: no staged batch the
+	// table needs sorts before its last one without being in it. beyond counts the batches known
+	// to be staged after it (0: the window holds every one known); the workflow lists the next
+	// window from staging (NextBatches) when the window is empty and beyond is not.
+	window    []staging.BatchRef
+	beyond    int
+	stagedHi  batch.SourcePosition // the highest hi signalled or listed, for the lag
+	paused    bool
+	resync    bool
+	rows      int64
+	batches   int64
+	runs      int
+	commits   int // commits in this run
+	lastError string
+	failures  int // consecutive failures of a stream-phase activity (an outage)
+	snapshot  *SnapshotProgress
 	// sinceMaintenance counts batches that wrote rows since the last maintenance started.
 	sinceMaintenance int
 	lastMaintenance  *MaintenanceStatus
@@ -50,9 +57,10 @@ type table struct {
 func TableWorkflow(ctx workflow.Context, in TableInput) error {
 	t := &table{in: in, opts: in.Options.withDefaults()}
 	if s := in.State; s != nil {
-		t.position, t.hasPosition, t.queue, t.paused = s.Position, true, s.Queue, s.Paused
+		t.position, t.hasPosition, t.paused = s.Position, true, s.Paused
 		t.rows, t.batches, t.runs = s.Rows, s.Batches, s.Runs
 		t.sinceMaintenance, t.lastMaintenance = s.SinceMaintenance, s.LastMaintenance
+		t.lastError, t.failures = s.LastError, s.Failures
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
 		return fmt.Errorf("registering status query: %w", err)
@@ -71,7 +79,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		}
 	})
 
-	if err := t.load(ctx); err != nil {
+	if err := t.load(ctx); err != nil && !errors.Is(err, errInterrupted) {
 		return t.fail(ctx, err)
 	}
 	for {
@@ -79,7 +87,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 			return err
 		}
 		if err := workflow.Await(ctx, func() bool {
-			return t.resync || t.continueAsNewDue(ctx) || (!t.paused && len(t.queue) > 0)
+			return t.resync || t.continueAsNewDue(ctx) || (!t.paused && (len(t.window) > 0 || t.beyond > 0))
 		}); err != nil {
 			return err
 		}
@@ -95,8 +103,15 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 				continue // a resync came in: do it in this run
 			}
 			return workflow.NewContinueAsNewError(ctx, TableWorkflowType, t.next())
+		case len(t.window) == 0:
+			if err := t.retry(ctx, "listing staged batches", true, t.listNext); err != nil && !errors.Is(err, errInterrupted) {
+				return t.fail(ctx, err)
+			}
 		default:
-			if err := t.commitNext(ctx); err != nil {
+			if err := t.retry(ctx, "committing batch "+t.window[0].Range(), true, t.commitNext); err != nil {
+				if errors.Is(err, errInterrupted) {
+					continue
+				}
 				return t.fail(ctx, err)
 			}
 			if t.maintenanceDue() {
@@ -115,26 +130,36 @@ func (t *table) streamState() State {
 	return StateStream
 }
 
-// load reads where the table stands (sink position, staged batches), ensures its target and
-// backfills it when the sink holds no position.
+// load reads where the table stands (sink position, first window of staged batches), ensures
+// its target and backfills it when the sink holds no position. Each step retries within the
+// run's budget (retry); errInterrupted means the run must continue as new first.
 func (t *table) load(ctx workflow.Context) error {
-	actx := workflow.WithActivityOptions(ctx, shortActivity())
 	if len(t.in.Spec.Schema.Columns) == 0 {
 		// Started by hand without the columns (the SourceWorkflow passes them): read them.
-		if err := workflow.ExecuteActivity(actx, setupActs.TableSchema, t.in.TableConfig).Get(ctx, &t.in.Spec.Schema); err != nil {
+		if err := t.retry(ctx, "reading the table's schema", false, func(ctx workflow.Context) error {
+			return t.exec(ctx, streamActivity(), setupActs.TableSchema, t.in.TableConfig, &t.in.Spec.Schema)
+		}); err != nil {
 			return err
 		}
 	}
-	if err := workflow.ExecuteActivity(actx, commitActs.EnsureTable, t.in.TableConfig).Get(ctx, nil); err != nil {
+	if err := t.retry(ctx, "ensuring the target", false, func(ctx workflow.Context) error {
+		return t.exec(ctx, streamActivity(), commitActs.EnsureTable, t.in.TableConfig, nil)
+	}); err != nil {
 		return err
 	}
 	var res activities.LoadTableResult
-	if err := workflow.ExecuteActivity(actx, commitActs.LoadTable, t.in.TableConfig).Get(ctx, &res); err != nil {
+	in := activities.LoadTableInput{TableConfig: t.in.TableConfig, Window: windowLimit()}
+	if err := t.retry(ctx, "loading the table", false, func(ctx workflow.Context) error {
+		t.window, t.beyond = nil, 0
+		err := t.exec(ctx, streamActivity(), commitActs.LoadTable, in, &res)
+		if err != nil {
+			t.forgetWindow()
+		}
+		return err
+	}); err != nil {
 		return err
 	}
-	for _, r := range res.Staged {
-		t.queue = enqueue(t.queue, r)
-	}
+	t.mergeWindow(res.Staged, res.More, res.StagedHi)
 	if !res.HasPosition {
 		return t.backfill(ctx)
 	}
@@ -143,24 +168,23 @@ func (t *table) load(ctx workflow.Context) error {
 	return nil
 }
 
-// commitNext commits the queue's first batch.
+// commitNext commits the window's first batch.
 func (t *table) commitNext(ctx workflow.Context) error {
-	ref := t.queue[0]
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	ref := t.window[0]
+	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: t.opts.CommitTimeout,
 		HeartbeatTimeout:    t.opts.CommitHeartbeat,
-		RetryPolicy:         RetryForever(),
-	})
+		RetryPolicy:         boundedRetry(),
+	}
 	var res activities.CommitBatchResult
-	err := workflow.ExecuteActivity(actx, commitActs.CommitBatch, activities.CommitBatchInput{Table: t.in.TableConfig, Ref: ref}).Get(ctx, &res)
-	if err != nil {
+	if err := t.exec(ctx, opts, commitActs.CommitBatch, activities.CommitBatchInput{Table: t.in.TableConfig, Ref: ref}, &res); err != nil {
 		return err
 	}
 	// Refs signalled while the commit ran were inserted in order; the committed one is still
 	// the one with ref's URI.
-	for i, r := range t.queue {
+	for i, r := range t.window {
 		if r.URI == ref.URI {
-			t.queue = append(t.queue[:i:i], t.queue[i+1:]...)
+			t.window = append(t.window[:i:i], t.window[i+1:]...)
 			break
 		}
 	}
@@ -175,7 +199,21 @@ func (t *table) commitNext(ctx workflow.Context) error {
 		t.sinceMaintenance++
 	}
 	t.commits++
-	t.lastError = ""
+	return nil
+}
+
+// listNext lists the next window of staged batches after the committed position. Refs
+// signalled while it runs join the listed ones (mergeWindow); when it fails the window is
+// dropped, since signalled refs alone may have gaps before them.
+func (t *table) listNext(ctx workflow.Context) error {
+	t.window, t.beyond = nil, 0
+	in := activities.NextBatchesInput{Table: t.in.TableConfig, After: t.position, HasPosition: t.hasPosition, Window: windowLimit()}
+	var res activities.NextBatchesResult
+	if err := t.exec(ctx, streamActivity(), commitActs.NextBatches, in, &res); err != nil {
+		t.forgetWindow()
+		return err
+	}
+	t.mergeWindow(res.Refs, res.More, res.StagedHi)
 	return nil
 }
 
@@ -192,9 +230,10 @@ func (t *table) continueAsNewDue(ctx workflow.Context) bool {
 func (t *table) next() TableInput {
 	next := t.in
 	next.State = &TableState{
-		Position: t.position, Queue: t.queue, Paused: t.paused,
+		Position: t.position, Paused: t.paused,
 		Rows: t.rows, Batches: t.batches, Runs: t.runs + 1,
 		SinceMaintenance: t.sinceMaintenance, LastMaintenance: t.lastMaintenance,
+		LastError: t.lastError, Failures: t.failures,
 	}
 	return next
 }
@@ -231,12 +270,33 @@ func (t *table) status() (TableStatus, error) {
 	return TableStatus{
 		Pipeline: t.in.Pipeline, Table: t.in.Table().String(), Phase: t.state,
 		Position: t.position, HasPosition: t.hasPosition, Rows: t.rows, Batches: t.batches,
-		QueueLength: len(t.queue), LagBytes: lagBytes(t.queue, t.position), OldestQueuedCommit: oldestCommit(t.queue), Paused: t.paused,
+		QueueLength: len(t.window) + t.beyond, LagBytes: lagBytes(t.stagedHi, t.position), OldestQueuedCommit: oldestCommit(t.window), Paused: t.paused,
 		LastError: t.lastError, Snapshot: t.snapshot, LastMaintenance: t.lastMaintenance,
 	}, nil
 }
 
-// shortActivity is the options of quick sink-side activities: retried forever, visibly.
+// shortActivity is the options of quick activities: retried forever, visibly; they heartbeat
+// (the worker's activities.Heartbeats interceptor), so a lost worker is noticed after
+// ShortHeartbeat.
 func shortActivity() workflow.ActivityOptions {
-	return workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, RetryPolicy: RetryForever()}
+	return workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, HeartbeatTimeout: ShortHeartbeat, RetryPolicy: RetryForever()}
+}
+
+// streamActivity is shortActivity with StreamAttempts attempts: the workflow retries (retry).
+func streamActivity() workflow.ActivityOptions {
+	o := shortActivity()
+	o.RetryPolicy = boundedRetry()
+	return o
+}
+
+// boundedRetry is RetryForever's backoff for StreamAttempts attempts.
+func boundedRetry() *temporal.RetryPolicy {
+	p := RetryForever()
+	p.MaximumAttempts = StreamAttempts
+	return p
+}
+
+// windowLimit bounds every window of staged batches the workflow asks for.
+func windowLimit() activities.WindowLimit {
+	return activities.WindowLimit{Refs: WindowRefs, Bytes: WindowBytes}
 }

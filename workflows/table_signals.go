@@ -23,7 +23,7 @@ func newTableSignals(ctx workflow.Context, t *table) *tableSignals {
 	s.sel.AddReceive(s.batch, func(c workflow.ReceiveChannel, _ bool) {
 		var ref staging.BatchRef
 		c.Receive(ctx, &ref)
-		t.addRef(ctx, ref)
+		t.takeRef(ctx, ref)
 	})
 	s.sel.AddReceive(s.pause, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -47,7 +47,7 @@ func (s *tableSignals) drain(ctx workflow.Context, t *table) {
 		if !s.batch.ReceiveAsync(&ref) {
 			break
 		}
-		t.addRef(ctx, ref)
+		t.takeRef(ctx, ref)
 	}
 	for s.pause.ReceiveAsync(nil) {
 		t.paused = true
@@ -60,13 +60,11 @@ func (s *tableSignals) drain(ctx workflow.Context, t *table) {
 	}
 }
 
-// addRef queues a signalled batch of this table; a ref of another table is a sender's bug,
-// logged and dropped (its file stays staged for its own table's next load).
-func (t *table) addRef(ctx workflow.Context, ref staging.BatchRef) {
-	if ref.Pipeline != t.in.Pipeline || ref.Table != t.in.Table() {
+// takeRef takes a signalled batch (addRef); a ref of another table is a sender's bug, logged
+// and dropped (its file stays staged for its own table's next load).
+func (t *table) takeRef(ctx workflow.Context, ref staging.BatchRef) {
+	if !t.addRef(ref) {
 		workflow.GetLogger(ctx).Warn("dropping batch signalled to the wrong table",
 			"batch", ref.String(), "table", t.in.Table().String())
-		return
 	}
-	t.queue = enqueue(t.queue, ref)
 }

@@ -5,15 +5,14 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/staging"
 )
 
 // TableOptions tune a TableWorkflow; zero values take the defaults.
 type TableOptions struct {
 	// MaxCommitsPerRun continues as new after this many commits (default 500).
 	MaxCommitsPerRun int `json:"max_commits_per_run,omitempty"`
-	// MaxHistoryEvents continues as new when the run's history grows past this (default 10000),
-	// or earlier when the server suggests it.
+	// MaxHistoryEvents continues as new when the run's history grows past this (default and
+	// upper bound ContinueAsNewAtEvents), or earlier when the server suggests it.
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// SnapshotChunkRows is the rows per CopyChunk of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows,omitempty"`
@@ -33,8 +32,8 @@ func (o TableOptions) withDefaults() TableOptions {
 	if o.MaxCommitsPerRun <= 0 {
 		o.MaxCommitsPerRun = 500
 	}
-	if o.MaxHistoryEvents <= 0 {
-		o.MaxHistoryEvents = 10000
+	if o.MaxHistoryEvents <= 0 || o.MaxHistoryEvents > ContinueAsNewAtEvents {
+		o.MaxHistoryEvents = ContinueAsNewAtEvents
 	}
 	if o.SnapshotChunkRows <= 0 {
 		o.SnapshotChunkRows = 50000
@@ -59,10 +58,10 @@ type TableInput struct {
 	State *TableState `json:"state,omitempty"`
 }
 
-// TableState is what continue-as-new carries.
+// TableState is what continue-as-new carries: a few counters, never the staged batches (the
+// next run lists them from staging), so its size does not grow with the backlog.
 type TableState struct {
 	Position batch.SourcePosition `json:"position"`
-	Queue    []staging.BatchRef   `json:"queue"`
 	Paused   bool                 `json:"paused"`
 	Rows     int64                `json:"rows"`    // rows committed by this workflow, all runs
 	Batches  int64                `json:"batches"` // batches committed (or skipped as covered)
@@ -70,6 +69,10 @@ type TableState struct {
 	// SinceMaintenance counts the batches that wrote rows since the last MaintainTable started.
 	SinceMaintenance int                `json:"since_maintenance,omitempty"`
 	LastMaintenance  *MaintenanceStatus `json:"last_maintenance,omitempty"`
+	// LastError and Failures are the current failure streak of a stream-phase activity (an
+	// outage), carried so the status and the backoff go on across runs.
+	LastError string `json:"last_error,omitempty"`
+	Failures  int    `json:"failures,omitempty"`
 }
 
 // MaintenanceStatus is the outcome of a table's latest MaintainTable run.
@@ -101,7 +104,9 @@ type TableStatus struct {
 	HasPosition bool                 `json:"has_position"`
 	Rows        int64                `json:"rows"`
 	Batches     int64                `json:"batches"`
-	QueueLength int                  `json:"queue_length"`
+	// QueueLength is how many staged batches the table has not committed, as last seen: the
+	// workflow's window plus those staged beyond it.
+	QueueLength int `json:"queue_length"`
 	// LagBytes is how much WAL the queued batches reach past the committed position.
 	LagBytes uint64 `json:"lag_bytes"`
 	// OldestQueuedCommit is the source commit time of the oldest queued change (zero when the

@@ -1,0 +1,92 @@
+package activities
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+)
+
+// Heartbeats is a worker interceptor that heartbeats for every activity scheduled with a
+// heartbeat timeout that does not heartbeat by itself, so a killed worker is noticed after the
+// heartbeat timeout (seconds) rather than the start-to-close timeout (minutes), without each
+// short activity (TableSchema, EnsureTable, LoadTable, ...) keeping its own ticker. It proves
+// only that the worker is alive, which is what a lost worker's detection needs.
+//
+// It stays out of the way of activities that heartbeat themselves: it stops for good once the
+// activity records a heartbeat of its own, and never starts when an earlier attempt left
+// heartbeat details, so it never overwrites details an activity resumes from.
+type Heartbeats struct {
+	interceptor.WorkerInterceptorBase
+	// Every is how often it heartbeats; 0 means a quarter of the activity's heartbeat timeout,
+	// at most 5 seconds.
+	Every time.Duration
+}
+
+// InterceptActivity wraps one activity execution.
+func (h *Heartbeats) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &heartbeatInbound{every: h.Every}
+	i.Next = next
+	return i
+}
+
+type heartbeatInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	every time.Duration
+	out   *heartbeatOutbound
+}
+
+func (i *heartbeatInbound) Init(outbound interceptor.ActivityOutboundInterceptor) error {
+	i.out = &heartbeatOutbound{}
+	i.out.Next = outbound
+	return i.Next.Init(i.out)
+}
+
+func (i *heartbeatInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout <= 0 || activity.HasHeartbeatDetails(ctx) {
+		return i.Next.ExecuteActivity(ctx, in)
+	}
+	every := i.every
+	if every <= 0 {
+		every = min(timeout/4, 5*time.Second)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if i.out.own.Load() {
+					return
+				}
+				i.out.Next.RecordHeartbeat(ctx)
+			}
+		}
+	})
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	return i.Next.ExecuteActivity(ctx, in)
+}
+
+// heartbeatOutbound notes that the activity heartbeats by itself.
+type heartbeatOutbound struct {
+	interceptor.ActivityOutboundInterceptorBase
+	own atomic.Bool
+}
+
+func (o *heartbeatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
+	o.own.Store(true)
+	o.Next.RecordHeartbeat(ctx, details...)
+}
