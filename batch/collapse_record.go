@@ -76,3 +76,33 @@ func CollapseRecord(mem memory.Allocator, rec arrow.RecordBatch, keys []int) (ar
 	}
 	return out, int64(n - len(last)), nil
 }
+
+// ConcatRecords returns one record holding the rows of recs in order. They must have the same
+// fields (names and types; schema metadata may differ): the result has the first one's schema.
+// The caller releases the result and still owns recs.
+func ConcatRecords(mem memory.Allocator, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("concatenating records: none given")
+	}
+	schema := recs[0].Schema()
+	for i, r := range recs[1:] {
+		if !sameFields(schema, r.Schema()) {
+			return nil, fmt.Errorf("concatenating records: record %d has fields %s, record 0 has %s", i+1, r.Schema(), schema)
+		}
+	}
+	return concatRecords(mem, schema, recs)
+}
+
+// sameFields reports whether a and b have the same fields, ignoring schema metadata.
+func sameFields(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || fa.Nullable != fb.Nullable || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
+		}
+	}
+	return true
+}
