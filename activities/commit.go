@@ -161,8 +161,9 @@ func (a *Commit) commitGroup(ctx context.Context, sink sinks.Sink, table TableCo
 		return CommitBatchResult{}, poisonBatch(done, pos, ok, fmt.Errorf("joining the staged files: %w", err))
 	}
 	defer rec.Release()
+	joined := len(r.parts) > 1
 	r.release()
-	if len(r.parts) > 1 {
+	if joined {
 		collapsed, n, err := batch.CollapseRecord(a.mem(), rec, r.keys)
 		if err != nil {
 			return CommitBatchResult{}, poisonBatch(done, pos, ok, err)
