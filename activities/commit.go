@@ -56,7 +56,9 @@ type CommitBatchInput struct {
 	// before grouped commits).
 	Ref staging.BatchRef `json:"ref,omitzero"`
 	// Refs are staged batches of the table in commit order (staging.Compare), all of one phase:
-	// a TableWorkflow catching up a backlog commits a window's consecutive batches at once.
+	// a TableWorkflow catching up a backlog commits a window's consecutive batches at once. When
+	// set, they are what is committed; the TableWorkflow also sets Ref to the first of them, so a
+	// worker of an earlier version commits that one alone.
 	Refs []staging.BatchRef `json:"refs,omitempty"`
 }
 

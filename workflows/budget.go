@@ -12,7 +12,10 @@ import "time"
 //   - Payloads: no payload carries a list that grows with the backlog. The workflow holds a
 //     window of at most WindowRefs staged-batch refs (and NextBatches/LoadTable return at most
 //     WindowBytes of them); the staged files themselves are the durable queue. The
-//     continue-as-new input carries counters and the position, no refs.
+//     continue-as-new input carries counters and the position, no refs. A CommitBatch input
+//     carries at most GroupRefs refs.
+//   - Events per batch: a backlog commits up to GroupRefs consecutive batches in one
+//     CommitBatch, so its history grows by one activity per group, not per batch.
 //   - Outages: CommitBatch, NextBatches and LoadTable make StreamAttempts attempts per
 //     execution; then the workflow records the failure (status last_error), waits on a timer
 //     (backoff up to OutageBackoffMax) and tries again, continuing as new within budget.
@@ -35,6 +38,10 @@ const (
 	WindowRefs = 256
 	// WindowBytes bounds the JSON of one listed window (a ref is about 600 bytes).
 	WindowBytes = 128 << 10
+	// GroupRefs is the most staged batches one CommitBatch commits together (grouped commits:
+	// a backlog of small batches catches up in few activities and sink commits). Its input
+	// carries their refs: about 80 KiB.
+	GroupRefs = 128
 	// StreamAttempts is the attempts of one execution of a stream-phase activity (CommitBatch,
 	// NextBatches, LoadTable, EnsureTable, TableSchema) before the workflow takes over retrying.
 	StreamAttempts = 4

@@ -196,6 +196,27 @@ func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 	}
 	checkApplied(t, w, want)
 	checkBudget(t, runs, w.maxResultOf())
+	// Grouped commits: the backlog commits in far fewer CommitBatch calls than batches, each
+	// batch given to exactly one.
+	_, calls, _ := w.snapshotOf()
+	commits := 0
+	for _, c := range calls {
+		if c == "CommitBatch" {
+			commits++
+		}
+	}
+	if commits > n/GroupRefs*2 {
+		t.Errorf("%d batches took %d CommitBatch calls (groups of up to %d, the largest %d), want at most %d", n, commits, GroupRefs, w.maxGroup, n/GroupRefs*2)
+	}
+	for uri, k := range w.given {
+		if k != 1 {
+			t.Errorf("batch %s was given to %d commits, want 1", uri, k)
+		}
+	}
+	if len(w.given) != n {
+		t.Errorf("%d batches were given to a commit, want %d", len(w.given), n)
+	}
+	t.Logf("%d batches committed in %d CommitBatch calls (largest group %d)", n, commits, w.maxGroup)
 	if st := runs[0].lastStatus; int64(st.QueueLength) != n-st.Batches || st.LagBytes != uint64(n*10)-st.Position.Position.LSN {
 		t.Errorf("status at the end of the first run: %d batches committed, queue %d, lag %d bytes; want the rest queued and lagging",
 			st.Batches, st.QueueLength, st.LagBytes)

@@ -72,10 +72,12 @@ type world struct {
 	maxResult int // largest JSON of a LoadTable or NextBatches result
 	// commitFails decides whether a CommitBatch attempt fails transiently (nil: never).
 	commitFails func(now time.Time) bool
+	maxGroup    int            // most batches one CommitBatch was given
+	given       map[string]int // how many CommitBatch inputs named each staged file
 }
 
 func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
-	w := &world{hasPos: hasPos, pos: sp(pos), staged: map[string]staging.BatchRef{}, poison: map[string]error{}, chunks: 3}
+	w := &world{hasPos: hasPos, pos: sp(pos), staged: map[string]staging.BatchRef{}, given: map[string]int{}, poison: map[string]error{}, chunks: 3}
 	for _, r := range staged {
 		w.staged[r.URI] = r
 	}
@@ -95,23 +97,38 @@ func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activ
 	if w.commitFails != nil && w.commitFails(time.Now()) {
 		return activities.CommitBatchResult{}, errors.New("sink unavailable: connection refused")
 	}
-	r := in.Ref
-	if w.hasPos && !w.pos.Position.Less(r.Hi.Position) {
+	group := in.Refs
+	if len(group) == 0 {
+		group = []staging.BatchRef{in.Ref}
+	}
+	w.maxGroup = max(w.maxGroup, len(group))
+	for _, r := range group {
+		w.given[r.URI]++
+	}
+	for _, r := range group {
+		if err := w.poison[r.URI]; err != nil {
+			return activities.CommitBatchResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("poison batch: table %s, batch %s: %v", r.Table, r.Range(), err), activities.ErrTypePoisonBatch, err)
+		}
+	}
+	// As CommitBatch does: each batch against the position the ones before it leave, in one
+	// commit.
+	res := activities.CommitBatchResult{Position: w.pos, Skipped: true, Refs: len(group)}
+	for _, r := range group {
 		delete(w.staged, r.URI)
-		return activities.CommitBatchResult{Position: w.pos, Skipped: true}, nil
+		if w.hasPos && !w.pos.Position.Less(r.Hi.Position) {
+			continue
+		}
+		from := r.Lo.Position
+		if w.hasPos && !w.pos.Position.Less(from) {
+			from = batch.Position{LSN: w.pos.Position.LSN + 1}
+		}
+		w.applied = append(w.applied, fmt.Sprintf("%d..%d", from.LSN, r.Hi.Position.LSN))
+		w.pos, w.hasPos = r.Hi, true
+		res.Position, res.Skipped = r.Hi, false
+		res.Rows += r.Rows
 	}
-	if err := w.poison[r.URI]; err != nil {
-		return activities.CommitBatchResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("poison batch: table %s, batch %s: %v", r.Table, r.Range(), err), activities.ErrTypePoisonBatch, err)
-	}
-	from := r.Lo.Position
-	if w.hasPos && !w.pos.Position.Less(from) {
-		from = batch.Position{LSN: w.pos.Position.LSN + 1}
-	}
-	w.applied = append(w.applied, fmt.Sprintf("%d..%d", from.LSN, r.Hi.Position.LSN))
-	w.pos, w.hasPos = r.Hi, true
-	delete(w.staged, r.URI)
-	return activities.CommitBatchResult{Position: r.Hi, Rows: r.Rows}, nil
+	return res, nil
 }
 
 func (w *world) load(_ context.Context, in activities.LoadTableInput) (activities.LoadTableResult, error) {

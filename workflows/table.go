@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -31,15 +32,19 @@ type table struct {
 	// table needs sorts before its last one without being in it. beyond counts the batches known
 	// to be staged after it (0: the window holds every one known); the workflow lists the next
 	// window from staging (NextBatches) when the window is empty and beyond is not.
-	window    []staging.BatchRef
-	beyond    int
-	stagedHi  batch.SourcePosition // the highest hi signalled or listed, for the lag
-	paused    bool
-	resync    bool
-	rows      int64
-	batches   int64
-	runs      int
-	commits   int // commits in this run
+	window   []staging.BatchRef
+	beyond   int
+	stagedHi batch.SourcePosition // the highest hi signalled or listed, for the lag
+	paused   bool
+	resync   bool
+	rows     int64
+	batches  int64
+	runs     int
+	commits  int // commits in this run
+	// isolate is how many of the window's first batches to commit one at a time: a group that
+	// was poison is retried batch by batch, so the batches before the poison one commit and the
+	// table stops at that one, named.
+	isolate   int
 	lastError string
 	failures  int // consecutive failures of a stream-phase activity (an outage)
 	snapshot  *SnapshotProgress
@@ -56,6 +61,10 @@ type table struct {
 // the next run discards the partial copy and snapshots again.
 func TableWorkflow(ctx workflow.Context, in TableInput) error {
 	t := &table{in: in, opts: in.Options.withDefaults()}
+	// Runs recorded before grouped commits committed one batch at a time; replaying them must.
+	if workflow.GetVersion(ctx, "grouped-commits", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		t.opts.CommitGroupRefs = 1
+	}
 	if s := in.State; s != nil {
 		t.position, t.hasPosition, t.paused = s.Position, true, s.Paused
 		t.rows, t.batches, t.runs = s.Rows, s.Batches, s.Runs
@@ -108,7 +117,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 				return t.fail(ctx, err)
 			}
 		default:
-			if err := t.retry(ctx, "committing batch "+t.window[0].Range(), true, t.commitNext); err != nil {
+			if err := t.retry(ctx, "committing from batch "+t.window[0].Range(), true, t.commitNext); err != nil {
 				if errors.Is(err, errInterrupted) {
 					continue
 				}
@@ -168,38 +177,74 @@ func (t *table) load(ctx workflow.Context) error {
 	return nil
 }
 
-// commitNext commits the window's first batch.
+// commitNext commits the window's first batches, grouped (nextGroup) into one CommitBatch.
 func (t *table) commitNext(ctx workflow.Context) error {
-	ref := t.window[0]
+	g := t.nextGroup()
 	opts := workflow.ActivityOptions{
 		StartToCloseTimeout: t.opts.CommitTimeout,
 		HeartbeatTimeout:    t.opts.CommitHeartbeat,
 		RetryPolicy:         boundedRetry(),
 	}
+	// Ref is the group's first batch even when Refs is set: a worker of an earlier version reads
+	// only Ref, commits that one and says nothing of Refs, which counts as one.
+	in := activities.CommitBatchInput{Table: t.in.TableConfig, Ref: g[0]}
+	if len(g) > 1 {
+		in.Refs = g
+	}
 	var res activities.CommitBatchResult
-	if err := t.exec(ctx, opts, commitActs.CommitBatch, activities.CommitBatchInput{Table: t.in.TableConfig, Ref: ref}, &res); err != nil {
+	if err := t.exec(ctx, opts, commitActs.CommitBatch, in, &res); err != nil {
+		var appErr *temporal.ApplicationError
+		if len(g) > 1 && errors.As(err, &appErr) && appErr.Type() == activities.ErrTypePoisonBatch {
+			t.isolate = len(g)
+			workflow.GetLogger(ctx).Warn("a group of batches is poison; committing them one at a time",
+				"table", t.in.Table().String(), "batches", len(g), "error", err)
+			return nil
+		}
 		return err
 	}
-	// Refs signalled while the commit ran were inserted in order; the committed one is still
-	// the one with ref's URI.
-	for i, r := range t.window {
-		if r.URI == ref.URI {
-			t.window = append(t.window[:i:i], t.window[i+1:]...)
-			break
-		}
+	// Results recorded before grouped commits committed their one batch.
+	n := min(max(res.Refs, 1), len(g))
+	t.isolate = max(t.isolate-n, 0)
+	// Refs signalled while the commit ran were inserted in order; the committed ones are still
+	// the ones with the group's URIs.
+	done := make(map[string]bool, n)
+	for _, r := range g[:n] {
+		done[r.URI] = true
 	}
+	t.window = slices.DeleteFunc(t.window, func(r staging.BatchRef) bool { return done[r.URI] })
 	if res.Schema != nil {
 		// The source table changed (ADD COLUMN) and CommitBatch evolved the target.
 		t.in.Spec.Schema = *res.Schema
 	}
 	t.position, t.hasPosition = maxPosition(t.position, res.Position), true
 	t.rows += res.Rows
-	t.batches++
+	t.batches += int64(n)
 	if res.Rows > 0 {
 		t.sinceMaintenance++
 	}
 	t.commits++
 	return nil
+}
+
+// nextGroup returns the batches the next commit takes: the window's first, and the ones after it
+// of the same phase while the group stays within the table's bounds (CommitGroupRefs refs,
+// CommitGroupBytes staged bytes, CommitGroupRows rows; one while a poison group is isolated).
+// The window holds the next staged
+// batches without gaps, so its first batches are consecutive: committing them together is
+// committing them one by one in one sink commit (CommitBatch).
+func (t *table) nextGroup() []staging.BatchRef {
+	first := t.window[0]
+	bytes, rows := first.Bytes, first.Rows
+	n := 1
+	for n < len(t.window) && n < t.opts.CommitGroupRefs && t.isolate == 0 {
+		r := t.window[n]
+		if r.Phase != first.Phase || bytes+r.Bytes > t.opts.CommitGroupBytes || rows+r.Rows > t.opts.CommitGroupRows {
+			break
+		}
+		bytes, rows = bytes+r.Bytes, rows+r.Rows
+		n++
+	}
+	return slices.Clone(t.window[:n])
 }
 
 // listNext lists the next window of staged batches after the committed position. Refs

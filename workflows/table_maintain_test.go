@@ -44,7 +44,7 @@ func TestTableWorkflowMaintainsEveryNWrittenBatches(t *testing.T) {
 	var st TableStatus
 	env.RegisterDelayedCallback(func() { st = queryStatus(t, env) }, time.Hour-time.Second)
 
-	in := TableInput{TableConfig: testTable, Options: TableOptions{MaintainEveryCommits: 2}}
+	in := TableInput{TableConfig: testTable, Options: TableOptions{MaintainEveryCommits: 2, CommitGroupRefs: 1}}
 	if err := finish(t, env, in, time.Hour); !temporal.IsCanceledError(err) {
 		t.Fatalf("workflow ended with %v", err)
 	}
@@ -64,7 +64,7 @@ func TestTableWorkflowMaintenanceCountSurvivesContinueAsNew(t *testing.T) {
 	w := newWorld(true, 5, ref(10, 19), ref(20, 29), ref(30, 39), ref(40, 49), ref(50, 59))
 	env := newEnv(t, w, time.Second)
 	onMaintain(env, w, nil)
-	in := TableInput{TableConfig: testTable, Options: TableOptions{MaxCommitsPerRun: 3, MaintainEveryCommits: 2}}
+	in := TableInput{TableConfig: testTable, Options: TableOptions{MaxCommitsPerRun: 3, MaintainEveryCommits: 2, CommitGroupRefs: 1}}
 
 	err := finish(t, env, in, 0)
 	var can *workflow.ContinueAsNewError
@@ -117,7 +117,7 @@ func TestTableWorkflowFailingMaintenanceDoesNotStopCommits(t *testing.T) {
 			var st TableStatus
 			env.RegisterDelayedCallback(func() { st = queryStatus(t, env) }, time.Hour-time.Second)
 
-			in := TableInput{TableConfig: testTable, Options: TableOptions{MaintainEveryCommits: 1}}
+			in := TableInput{TableConfig: testTable, Options: TableOptions{MaintainEveryCommits: 1, CommitGroupRefs: 1}}
 			if err := finish(t, env, in, time.Hour); !temporal.IsCanceledError(err) {
 				t.Fatalf("workflow ended with %v, want only the test's cancellation", err)
 			}

@@ -24,8 +24,17 @@ type TableOptions struct {
 	CommitTimeout   time.Duration `json:"commit_timeout,omitempty"`
 	CommitHeartbeat time.Duration `json:"commit_heartbeat,omitempty"`
 	// MaintainEveryCommits runs the MaintainTable activity (the sink's compaction and snapshot
-	// expiry) after every this many committed batches that wrote rows; 0 (the default) never.
+	// expiry) after every this many sink commits that wrote rows (batches committed together
+	// are one); 0 (the default) never.
 	MaintainEveryCommits int `json:"maintain_every_commits,omitempty"`
+	// A backlog of staged batches is committed in groups, several consecutive batches in one
+	// CommitBatch and one sink commit. A group has at most CommitGroupRefs batches (default and
+	// upper bound GroupRefs; 1 commits every batch alone) and, beyond its first batch, at most
+	// CommitGroupBytes bytes of staged files (default 8 MiB) and CommitGroupRows rows (default
+	// 1,000,000): the worker holds a group's rows in memory.
+	CommitGroupRefs  int   `json:"commit_group_refs,omitempty"`
+	CommitGroupBytes int64 `json:"commit_group_bytes,omitempty"`
+	CommitGroupRows  int64 `json:"commit_group_rows,omitempty"`
 }
 
 func (o TableOptions) withDefaults() TableOptions {
@@ -43,6 +52,15 @@ func (o TableOptions) withDefaults() TableOptions {
 	}
 	if o.CommitHeartbeat <= 0 {
 		o.CommitHeartbeat = 20 * time.Second
+	}
+	if o.CommitGroupRefs <= 0 || o.CommitGroupRefs > GroupRefs {
+		o.CommitGroupRefs = GroupRefs
+	}
+	if o.CommitGroupBytes <= 0 {
+		o.CommitGroupBytes = 8 << 20
+	}
+	if o.CommitGroupRows <= 0 {
+		o.CommitGroupRows = 1_000_000
 	}
 	return o
 }
