@@ -51,10 +51,12 @@ func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
 // SinkRef names the pipeline's sink in workflow inputs: its type.
 func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{Name: cfg.Sink.Type} }
 
-// TableOptions are the TableWorkflow options of cfg. An Iceberg sink's tables are maintained
+// TableOptions are the TableWorkflow options of cfg. A grouped commit reads up to an eighth of
+// batch.max_bytes of staged files. An Iceberg sink's tables are maintained
 // (MaintainTable) every sink.iceberg.maintenance.compact_every_commits batches; -1 turns that off.
 func TableOptions(cfg *config.Config) workflows.TableOptions {
 	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes)}
+	o.CommitGroupBytes = int64(cfg.Batch.MaxBytes) / 8
 	if cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil {
 		switch n := cfg.Sink.Iceberg.Maintenance.CompactEveryCommits; {
 		case n > 0:
