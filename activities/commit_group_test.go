@@ -262,3 +262,60 @@ func TestCommitBatchGroup(t *testing.T) {
 		})
 	}
 }
+
+// laterSink is a groupSink whose position jumps to after once Position was read `reads` times:
+// a concurrent attempt committed meanwhile.
+type laterSink struct {
+	*groupSink
+	reads int
+	after batch.SourcePosition
+}
+
+func (s *laterSink) Position(ctx context.Context, spec sinks.TableSpec) (batch.SourcePosition, bool, error) {
+	s.mu.Lock()
+	s.reads--
+	if s.reads < 0 {
+		s.pos, s.hasPos = s.after, true
+	}
+	s.mu.Unlock()
+	return s.groupSink.Position(ctx, spec)
+}
+
+func TestCommitBatchGroupCommittedMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := staging.OpenDir(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := []staging.BatchRef{
+		stageGroupBatch(t, st, 100, 110, nil, change(batch.OpInsert, 100, 1, "a"), change(batch.OpInsert, 110, 2, "b")),
+		stageGroupBatch(t, st, 130, 140, nil, change(batch.OpInsert, 130, 3, "c"), change(batch.OpInsert, 140, 4, "d")),
+	}
+	// The concurrent attempt committed both and acknowledged the first file when this one reads
+	// it.
+	if err := st.Acknowledge(ctx, refs[0]); err != nil {
+		t.Fatal(err)
+	}
+	sink := &laterSink{groupSink: &groupSink{}, reads: 1, after: refs[1].Hi}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
+	val, err := env.ExecuteActivity("CommitBatch", CommitBatchInput{Table: testTable, Ref: refs[0], Refs: refs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got CommitBatchResult
+	if err := val.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := (CommitBatchResult{Position: refs[1].Hi, Dropped: 4, Skipped: true, Refs: 2}); got != want {
+		t.Errorf("result %+v, want %+v", got, want)
+	}
+	if len(sink.applies) != 0 {
+		t.Errorf("applied %v again", sink.applies)
+	}
+	if _, err := st.ReadAll(ctx, refs[1]); err == nil {
+		t.Error("the second file is still staged")
+	}
+}

@@ -106,3 +106,41 @@ func valueStr(rec arrow.RecordBatch, j, i int) string {
 	}
 	return rec.Column(j).ValueStr(i)
 }
+
+func TestConcatRecords(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	build := func(cols []Column, rows ...Change) arrow.RecordBatch {
+		rb, err := NewRecordBuilder(mem, Schema{Table: testTable, Columns: cols})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rb.Release()
+		rec, err := rb.Build(rows, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	id := Column{Name: "id", TypeOID: oidInt8, Key: true}
+	a := build([]Column{id}, Change{Op: OpInsert, Pos: Position{LSN: 1}, Values: []Value{txt("1")}})
+	defer a.Release()
+	b := build([]Column{id}, Change{Op: OpInsert, Pos: Position{LSN: 2}, Values: []Value{txt("2")}},
+		Change{Op: OpInsert, Pos: Position{LSN: 3}, Values: []Value{txt("3")}})
+	defer b.Release()
+	out, err := ConcatRecords(mem, []arrow.RecordBatch{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := RowPositions(out)
+	out.Release()
+	if err != nil || fmt.Sprint(pos) != "[0/1:0 0/2:0 0/3:0]" {
+		t.Errorf("concatenated rows at %v (%v), want 0/1:0 0/2:0 0/3:0", pos, err)
+	}
+	other := build([]Column{id, {Name: "extra", TypeOID: oidText}})
+	defer other.Release()
+	if _, err := ConcatRecords(mem, []arrow.RecordBatch{a, other}); err == nil || !strings.Contains(err.Error(), "record 1 has fields") {
+		t.Errorf("concatenating records of other fields: %v, want an error naming the record", err)
+	}
+}
