@@ -33,7 +33,7 @@ type Batch struct {
 }
 
 // Sink is one destination. Implementations are safe for concurrent use by different tables;
-// calls for one table are never concurrent (the table's workflow commits one batch at a time).
+// calls for one table are never concurrent (the table's workflow runs one commit at a time).
 // Every method honours ctx cancellation and returns errors classified with Poison (stop) or left
 // unmarked (transient, retried).
 //

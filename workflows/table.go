@@ -54,8 +54,8 @@ type table struct {
 }
 
 // TableWorkflow owns one table of a pipeline: it backfills the table when its sink holds no
-// committed position, then commits the staged batches it is signalled, one at a time, in
-// position order. A poison batch fails it with a non-retryable PoisonBatch error and the
+// committed position, then commits the staged batches it is signalled in position order, the
+// window's first consecutive batches grouped into one CommitBatch. A poison batch fails it with a non-retryable PoisonBatch error and the
 // position stays before the batch; `resume` (signal-with-start) starts a new run from the sink's
 // position and the staged files. A lost snapshot session fails the run with a retryable error:
 // the next run discards the partial copy and snapshots again.
