@@ -53,7 +53,7 @@ func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{
 
 // TableOptions are the TableWorkflow options of cfg. A grouped commit reads up to an eighth of
 // batch.max_bytes of staged files. An Iceberg sink's tables are maintained
-// (MaintainTable) every sink.iceberg.maintenance.compact_every_commits batches; -1 turns that off.
+// (MaintainTable) every sink.iceberg.maintenance.compact_every_commits commits; -1 turns that off.
 func TableOptions(cfg *config.Config) workflows.TableOptions {
 	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes)}
 	o.CommitGroupBytes = int64(cfg.Batch.MaxBytes) / 8
