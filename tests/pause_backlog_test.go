@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,29 +56,6 @@ func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// public.b streams throughout: a transaction every 100 ms.
-	wctx, stopWriter := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var writes int
-	wg.Go(func() {
-		for i := 1; wctx.Err() == nil; i++ {
-			if execSQL(wctx, p.dsn, fmt.Sprintf(`INSERT INTO public.b VALUES (%d, 'live-%[1]d', %[1]d)`, 1000+i),
-				fmt.Sprintf(`UPDATE public.b SET qty = qty + 1 WHERE id = %d`, 1+i%100)) != nil {
-				return
-			}
-			writes++
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	defer func() {
-		stopWriter()
-		wg.Wait()
-	}()
-
-	bAtPause, err := localrun.TableStatus(ctx, p.temporal, p.name, tableB, p.started)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p.exec(`UPDATE public.a SET qty = qty + 1, name = name || '+'`)
 	held := p.currentLSN(ctx) // past the UPDATE's commit: the slot must not confirm it
 	slot := p.cfg.Source.Slot
@@ -100,15 +76,23 @@ func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
 	}
 	t.Logf("%d batches of public.a staged in %s", stagedFiles(t, staged), time.Since(stageStart).Round(time.Second))
 
-	// public.b kept streaming while public.a's backlog was staged: it catches up while a is
-	// still paused.
-	bBefore, err := localrun.TableStatus(ctx, p.temporal, p.name, tableB, p.started)
+	// public.b streams while public.a is paused with its backlog: a transaction every 100 ms for
+	// 15 seconds, which reach raw.b while public.a stays paused.
+	bAtPause, err := localrun.TableStatus(ctx, p.temporal, p.name, tableB, p.started)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopWriter()
-	wg.Wait()
+	writes := 0
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); writes++ {
+		p.exec(fmt.Sprintf(`INSERT INTO public.b VALUES (%d, 'live-%[1]d', %[1]d)`, 1000+writes),
+			fmt.Sprintf(`UPDATE public.b SET qty = qty + 1 WHERE id = %d`, 1+writes%100))
+		time.Sleep(100 * time.Millisecond)
+	}
 	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
+	bStreamed, err := localrun.TableStatus(ctx, p.temporal, p.name, tableB, p.started)
+	if err != nil {
+		t.Fatal(err)
+	}
 	aPaused, err := localrun.TableStatus(ctx, p.temporal, p.name, tableA, p.started)
 	if err != nil {
 		t.Fatal(err)
@@ -119,11 +103,11 @@ func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
 	if confirmed, _ := slotState(ctx, t, p.dsn, slot); confirmed >= held {
 		t.Fatalf("the slot confirmed %X, past the paused table's uncommitted UPDATE (committed before %X)", confirmed, held)
 	}
-	if bBefore.Batches <= bAtPause.Batches {
-		t.Errorf("public.b committed no batch while public.a's backlog was staged (%d before, %d after)", bAtPause.Batches, bBefore.Batches)
+	if bStreamed.Batches <= bAtPause.Batches {
+		t.Errorf("public.b committed no batch while public.a was paused with its backlog (%d before, %d after)", bAtPause.Batches, bStreamed.Batches)
 	}
-	t.Logf("while public.a's backlog was staged public.b committed %d batches (%d writes in all) and equals its source; public.a queued %d",
-		bBefore.Batches-bAtPause.Batches, writes, aPaused.QueueLength)
+	t.Logf("while public.a was paused with %d batches queued, public.b committed %d batches of %d transactions and equals its source",
+		aPaused.QueueLength, bStreamed.Batches-bAtPause.Batches, writes)
 
 	p.sluice("resume", "--table", "public.a")
 	resumed := time.Now()

@@ -32,19 +32,16 @@ type table struct {
 	// table needs sorts before its last one without being in it. beyond counts the batches known
 	// to be staged after it (0: the window holds every one known); the workflow lists the next
 	// window from staging (NextBatches) when the window is empty and beyond is not.
-	window   []staging.BatchRef
-	beyond   int
-	stagedHi batch.SourcePosition // the highest hi signalled or listed, for the lag
-	paused   bool
-	resync   bool
-	rows     int64
-	batches  int64
-	runs     int
-	commits  int // commits in this run
-	// isolate is how many of the window's first batches to commit one at a time: a group that
-	// was poison is retried batch by batch, so the batches before the poison one commit and the
-	// table stops at that one, named.
-	isolate   int
+	window    []staging.BatchRef
+	beyond    int
+	stagedHi  batch.SourcePosition // the highest hi signalled or listed, for the lag
+	paused    bool
+	resync    bool
+	rows      int64
+	batches   int64
+	runs      int
+	commits   int // commits in this run
+	isolate   int // batches to commit alone: a poison group's, to commit up to its poison batch
 	lastError string
 	failures  int // consecutive failures of a stream-phase activity (an outage)
 	snapshot  *SnapshotProgress
@@ -55,9 +52,9 @@ type table struct {
 
 // TableWorkflow owns one table of a pipeline: it backfills the table when its sink holds no
 // committed position, then commits the staged batches it is signalled in position order, the
-// window's first consecutive batches grouped into one CommitBatch. A poison batch fails it with a non-retryable PoisonBatch error and the
-// position stays before the batch; `resume` (signal-with-start) starts a new run from the sink's
-// position and the staged files. A lost snapshot session fails the run with a retryable error:
+// window's first consecutive batches grouped into one CommitBatch. A poison batch fails it with a
+// non-retryable PoisonBatch error and the position stays before the batch; `resume`
+// (signal-with-start) starts a new run from the sink's position and the staged files. A lost snapshot session fails the run with a retryable error:
 // the next run discards the partial copy and snapshots again.
 func TableWorkflow(ctx workflow.Context, in TableInput) error {
 	t := &table{in: in, opts: in.Options.withDefaults()}
@@ -229,9 +226,8 @@ func (t *table) commitNext(ctx workflow.Context) error {
 // nextGroup returns the batches the next commit takes: the window's first, and the ones after it
 // of the same phase while the group stays within the table's bounds (CommitGroupRefs refs,
 // CommitGroupBytes staged bytes, CommitGroupRows rows; one while a poison group is isolated).
-// The window holds the next staged
-// batches without gaps, so its first batches are consecutive: committing them together is
-// committing them one by one in one sink commit (CommitBatch).
+// The window holds the next staged batches without gaps, so its first batches are consecutive:
+// committing them together is committing them one by one in one sink commit (CommitBatch).
 func (t *table) nextGroup() []staging.BatchRef {
 	first := t.window[0]
 	bytes, rows := first.Bytes, first.Rows
