@@ -105,6 +105,26 @@ func newWorkloadPipeline(t *testing.T, sinkName string, chunkRows int, rows map[
 	return w
 }
 
+// setConfig rewrites the pipeline's config, replacing old with new (before any worker or
+// starter reads it).
+func (w *workloadPipeline) setConfig(old, new string) {
+	w.t.Helper()
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	text := strings.Replace(string(b), old, new, 1)
+	if text == string(b) {
+		w.t.Fatalf("the pipeline config has no %q to replace", old)
+	}
+	if err := os.WriteFile(w.config, []byte(text), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	if w.cfg, err = config.Load(w.config); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 // setChunkRows rewrites the pipeline's config with source.snapshot_chunk_rows n (before any
 // worker or starter reads it).
 func (w *workloadPipeline) setChunkRows(n int) {
@@ -305,10 +325,10 @@ func (w *workloadPipeline) snapshotSession(ctx context.Context, tn batch.TableNa
 	runID = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	for _, a := range desc.GetPendingActivities() {
 		name := a.GetActivityType().GetName()
-		if name == "CopyChunk" {
+		if name == "CopySnapshot" || name == "CopyChunk" {
 			copying = true
 		}
-		if (name == "CopyChunk" || strings.Contains(name, "SessionCreation")) && a.GetLastWorkerIdentity() != "" &&
+		if (name == "CopySnapshot" || name == "CopyChunk" || strings.Contains(name, "SessionCreation")) && a.GetLastWorkerIdentity() != "" &&
 			a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
 			if pid, err = workerPID(a.GetLastWorkerIdentity()); err != nil {
 				return "", 0, false, err
@@ -354,26 +374,30 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			chunk := workloadSize(sinkName, 1000)
 			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
 				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100)})
+			w.setConfig("  max_rows: 5000\n", "  max_rows: 5000\n  max_bytes: 64KiB\n") // a sink write of the backfill holds a chunk or two
 			items := w.gen.Table("wl_items")
 			tn := w.tableName(items)
 			workers := []*localrun.Worker{w.worker("worker1"), w.worker("worker2")}
 			w.sluice("start")
 
-			// Let a few chunks commit, then pause the table between two chunks so the kill
-			// lands on a partly committed snapshot, whatever the machine's speed.
-			var st workflows.TableStatus
-			err := localrun.WaitFor(context.Background(), "the backfill of "+tn.String()+" to commit 3 chunks", 3*time.Minute, 100*time.Millisecond,
+			// Let a few sink writes land (batch.max_bytes is small: a write holds a few chunks),
+			// then pause: the running CopySnapshot slice is cancelled after the chunk it reads,
+			// so the kill lands on a partly committed snapshot, whatever the machine's speed.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			err := localrun.WaitFor(ctx, "the backfill of "+tn.String()+" to commit 3 chunks", 3*time.Minute, 100*time.Millisecond,
 				func(ctx context.Context) (bool, string, error) {
-					var err error
-					if st, err = localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started); err != nil {
+					rows, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
+					if err != nil {
 						return false, "", err
 					}
-					return st.Snapshot != nil && st.Snapshot.Rows >= int64(3*chunk), fmt.Sprintf("%+v", st.Snapshot), nil
+					return len(rows) >= 3*chunk, fmt.Sprintf("%d rows in the sink", len(rows)), nil
 				})
 			if err != nil {
 				t.Fatal(err)
 			}
 			w.sluice("pause", "--table", tn.String())
+			var st workflows.TableStatus
 			var runID string
 			var holder int
 			err = localrun.WaitFor(context.Background(), "the snapshot to pause between chunks", 2*time.Minute, 250*time.Millisecond,
@@ -394,8 +418,6 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.StateBackfill {
 				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
 			partial, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
 			if err != nil {
 				t.Fatal(err)

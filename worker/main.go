@@ -141,6 +141,9 @@ func run(ctx context.Context, o options) error {
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
 		WorkerStopTimeout:                 o.shutdown,
+		// Heartbeats reach the server (and a cancellation, e.g. a paused backfill's slice, the
+		// activity) within 5 s, not 0.8 of the heartbeat timeout.
+		MaxHeartbeatThrottleInterval: 5 * time.Second,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		Interceptors: []interceptor.WorkerInterceptor{&activities.Heartbeats{}},
 	})
