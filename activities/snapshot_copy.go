@@ -12,6 +12,8 @@ import (
 
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/staging"
 )
 
 // CopySnapshotInput asks for (a slice of) the copy of a snapshot, in key order after After.
@@ -86,7 +88,11 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 			held.ReadAheadFrom(ctx, mem, schema, after, limit)
 		},
 		Apply: func(ctx context.Context, rec arrow.RecordBatch) error {
-			return a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{})
+			if err := a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{}); err != nil {
+				return err
+			}
+			a.Faults.Hit(faults.SnapshotAfterWrite, staging.BatchRef{Table: schema.Table})
+			return nil
 		},
 		Heartbeat: func(_ context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) },
 		Mem:       mem,

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/internal/workload"
@@ -377,30 +378,17 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			w.setConfig("  max_rows: 5000\n", "  max_rows: 5000\n  max_bytes: 64KiB\n") // a sink write of the backfill holds a chunk or two
 			items := w.gen.Table("wl_items")
 			tn := w.tableName(items)
-			workers := []*localrun.Worker{w.worker("worker1"), w.worker("worker2")}
+			// The only worker hangs its copy after the third sink write of the table's snapshot
+			// (fault point snapshot.after-write), holding the session: the kill then lands on a
+			// partly written snapshot, whatever the machine's speed.
+			workers := []*localrun.Worker{w.workerEnv("worker1", fmt.Sprintf("%s=%s:hang@3:%s", faults.EnvVar, faults.SnapshotAfterWrite, tn))}
 			w.sluice("start")
-
-			// Let a few sink writes land (batch.max_bytes is small: a write holds a few chunks),
-			// then pause: the running CopySnapshot slice is cancelled after the chunk it reads,
-			// so the kill lands on a partly committed snapshot, whatever the machine's speed.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			err := localrun.WaitFor(ctx, "the backfill of "+tn.String()+" to commit 3 chunks", 3*time.Minute, 100*time.Millisecond,
-				func(ctx context.Context) (bool, string, error) {
-					rows, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
-					if err != nil {
-						return false, "", err
-					}
-					return len(rows) >= 3*chunk, fmt.Sprintf("%d rows in the sink", len(rows)), nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.sluice("pause", "--table", tn.String())
 			var st workflows.TableStatus
 			var runID string
 			var holder int
-			err = localrun.WaitFor(context.Background(), "the snapshot to pause between chunks", 2*time.Minute, 250*time.Millisecond,
+			err := localrun.WaitFor(ctx, "the snapshot's copy to hang after its third write", 3*time.Minute, 250*time.Millisecond,
 				func(ctx context.Context) (bool, string, error) {
 					var err error
 					if st, err = localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started); err != nil {
@@ -410,12 +398,17 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 					if runID, holder, copying, err = w.snapshotSession(ctx, tn); err != nil {
 						return false, "", err
 					}
-					return st.Paused && !copying && holder != 0, fmt.Sprintf("paused %v copying %v holder %d", st.Paused, copying, holder), nil
+					log, err := os.ReadFile(workers[0].Log)
+					if err != nil {
+						return false, "", err
+					}
+					hung := strings.Contains(string(log), "fault injected: this copy hangs")
+					return hung && copying && holder != 0, fmt.Sprintf("hung %v copying %v holder %d", hung, copying, holder), nil
 				})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.StateBackfill {
+			if st.Phase != workflows.StateBackfill || (st.Snapshot != nil && st.Snapshot.Done) {
 				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
 			}
 			partial, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
@@ -454,8 +447,6 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err := w.gen.Run(ctx, workload.RunOptions{Ops: 100}); err != nil {
 				t.Fatal(err)
 			}
-			w.sluice("resume", "--table", tn.String())
-
 			var failure string
 			err = localrun.WaitFor(context.Background(), "the killed snapshot's run to fail", 3*time.Minute, time.Second,
 				func(ctx context.Context) (bool, string, error) {
@@ -472,7 +463,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			w.started = killedAt
 			w.waitStreaming(tn)
 			t.Logf("workload seed %d: killed pid %d with %d of %d rows snapshotted; deleted %d of them; run %s failed: %.200s",
-				w.gen.Seed(), holder, len(partial), st.Snapshot.EstimatedRows, len(gone), runID, failure)
+				w.gen.Seed(), holder, len(partial), len(w.gen.Live(items.Name)), len(gone), runID, failure)
 			w.waitConverged()
 		})
 	}
