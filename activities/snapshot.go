@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
 )
@@ -34,6 +35,9 @@ type Snapshot struct {
 	Logger  *slog.Logger
 	// Mem allocates the chunks' records; nil means memory.DefaultAllocator.
 	Mem memory.Allocator
+	// Faults are the testing hooks of SLUICE_FAULTS (package internal/faults); nil in production
+	// and empty in a build without the faults tag.
+	Faults *faults.Points
 
 	mu   sync.Mutex
 	open map[string]*backfill.Session // by exported snapshot name

@@ -12,6 +12,8 @@ import (
 
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/staging"
 )
 
 // CopySnapshotInput asks for (a slice of) the copy of a snapshot, in key order after After.
@@ -40,6 +42,12 @@ const defaultApplyBytes = 64 << 20
 // heartbeat's cursor, and re-applying rows is idempotent (upsert by key). It returns the cursor
 // after RunFor or at the snapshot's end, with Rows and Chunks counting every attempt's writes.
 // A worker that does not hold the snapshot returns SnapshotSessionLost (the run re-snapshots).
+//
+// A cancellation (the table paused: the workflow cancels the slice; seen at a heartbeat) ends
+// the copy after the chunk it is reading: it writes what it read and returns that cursor as its
+// result, so the workflow records the progress and resumes from it. Reads and writes are never
+// cancelled mid-way (a query cancelled mid-read may close the snapshot's connection); only the
+// attempt's deadline bounds them.
 func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (backfill.Cursor, error) {
 	held, err := a.held(in.Snapshot.Name, in.Table.Table())
 	if err != nil {
@@ -66,6 +74,12 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		lim.ApplyBytes = defaultApplyBytes
 	}
 	mem := a.allocator()
+	work := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		work, cancel = context.WithDeadline(work, dl)
+		defer cancel()
+	}
 	deps := backfill.CopyDeps{
 		Read: func(ctx context.Context, after []string, limit int) (backfill.Chunk, error) {
 			return held.ReadChunk(ctx, mem, schema, after, limit)
@@ -74,12 +88,17 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 			held.ReadAheadFrom(ctx, mem, schema, after, limit)
 		},
 		Apply: func(ctx context.Context, rec arrow.RecordBatch) error {
-			return a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{})
+			if err := a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{}); err != nil {
+				return err
+			}
+			a.Faults.Hit(faults.SnapshotAfterWrite, staging.BatchRef{Table: schema.Table})
+			return nil
 		},
-		Heartbeat: func(ctx context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) },
+		Heartbeat: func(_ context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) },
 		Mem:       mem,
+		Stop:      ctx.Done(),
 	}
-	at, err := backfill.Copy(ctx, lim, deps, from)
+	at, err := backfill.Copy(work, lim, deps, from)
 	if be, ok := errors.AsType[*backfill.BuildError](err); ok {
 		return at, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.Err), ErrTypePoisonBatch, be.Err)

@@ -54,13 +54,18 @@ type CopyDeps struct {
 	Mem memory.Allocator
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Stop, once closed, ends the copy at the next chunk: the chunks read so far are written
+	// and Copy returns their cursor with a nil error. It never interrupts a read or a write
+	// (ctx does: a read cancelled mid-query may close the snapshot's connection). Optional.
+	Stop <-chan struct{}
 }
 
 // Copy copies the snapshot from the cursor from: it reads chunks in key order, groups them into
 // sink writes bounded by lim.ApplyBytes and lim.FlushEvery, and returns the cursor after the
 // last write, when the snapshot is done or lim.RunFor has passed. The returned cursor counts
 // from's Rows and Chunks too. A failed read or write returns the error and the cursor of what
-// was applied before it (the last heartbeat's).
+// was applied before it (the last heartbeat's). Closing deps.Stop ends it after the chunk it
+// is reading, with the cursor of that chunk's write.
 func Copy(ctx context.Context, lim CopyLimits, deps CopyDeps, from Cursor) (Cursor, error) {
 	now := deps.Now
 	if now == nil {
@@ -75,6 +80,9 @@ func Copy(ctx context.Context, lim CopyLimits, deps CopyDeps, from Cursor) (Curs
 	start := now()
 	at := from
 	for !at.Done {
+		if stopped(deps.Stop) {
+			break
+		}
 		if lim.RunFor > 0 && at.Chunks > from.Chunks && now().Sub(start) >= lim.RunFor {
 			break
 		}
@@ -120,7 +128,7 @@ func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() ti
 			deps.ReadAhead(ctx, next.Last, lim.ChunkRows)
 		}
 		deps.Heartbeat(ctx, at) // keeps the attempt alive; the cursor moves only with a write
-		if next.Done || size >= lim.ApplyBytes || now().Sub(begin) >= lim.FlushEvery {
+		if next.Done || size >= lim.ApplyBytes || now().Sub(begin) >= lim.FlushEvery || stopped(deps.Stop) {
 			break
 		}
 	}
@@ -136,6 +144,16 @@ func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() ti
 		}
 	}
 	return next, nil
+}
+
+// stopped reports whether stop is closed (never for nil).
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // concatRecords returns one record holding recs' rows in order (all of one schema); the caller

@@ -208,3 +208,38 @@ func TestCopyRetryFromHeartbeatCopiesEveryRow(t *testing.T) {
 		t.Fatalf("resumed from %v, want after key 300 (six writes of 50)", resume.Last)
 	}
 }
+
+// TestCopyStopsAfterTheChunkItReads: closing Stop (a paused table) mid-group ends the copy
+// after the chunk being read, with those chunks written and their cursor returned; a copy from
+// that cursor writes the rest, every key once.
+func TestCopyStopsAfterTheChunkItReads(t *testing.T) {
+	t.Parallel()
+	f := newFakeTable(1000)
+	stop := make(chan struct{})
+	deps := f.deps()
+	read := deps.Read
+	deps.Read = func(ctx context.Context, after []string, limit int) (Chunk, error) {
+		c, err := read(ctx, after, limit)
+		if f.reads == 3 {
+			close(stop)
+		}
+		return c, err
+	}
+	deps.Stop = stop
+	lim := CopyLimits{ChunkRows: 25, ApplyBytes: 1 << 30, FlushEvery: time.Hour}
+	at, err := Copy(context.Background(), lim, deps, Cursor{})
+	if err != nil || at.Done || at.Chunks != 3 || at.Rows != 75 || fmt.Sprint(at.Last) != "[75]" {
+		t.Fatalf("stopped copy returned %+v, %v; want 3 chunks (75 rows) written, not done", at, err)
+	}
+	if f.writes != 1 || !slices.Equal(f.applied, keys(1, 75)) {
+		t.Fatalf("stopped copy wrote %d times, keys %d..; want keys 1-75 in one write", f.writes, len(f.applied))
+	}
+	deps.Stop = nil
+	rest, err := Copy(context.Background(), lim, deps, at)
+	if err != nil || !rest.Done || rest.Rows != 1000 {
+		t.Fatalf("resumed copy returned %+v, %v; want done with 1000 rows counted", rest, err)
+	}
+	if !slices.Equal(f.applied, keys(1, 1000)) {
+		t.Fatalf("keys written %d, want 1..1000 once each in order", len(f.applied))
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/internal/workload"
@@ -103,6 +104,26 @@ func newWorkloadPipeline(t *testing.T, sinkName string, chunkRows int, rows map[
 		w.sink = workload.IcebergSink{Config: w.cfg, Target: target}
 	}
 	return w
+}
+
+// setConfig rewrites the pipeline's config, replacing old with new (before any worker or
+// starter reads it).
+func (w *workloadPipeline) setConfig(old, new string) {
+	w.t.Helper()
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	text := strings.Replace(string(b), old, new, 1)
+	if text == string(b) {
+		w.t.Fatalf("the pipeline config has no %q to replace", old)
+	}
+	if err := os.WriteFile(w.config, []byte(text), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	if w.cfg, err = config.Load(w.config); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // setChunkRows rewrites the pipeline's config with source.snapshot_chunk_rows n (before any
@@ -305,10 +326,10 @@ func (w *workloadPipeline) snapshotSession(ctx context.Context, tn batch.TableNa
 	runID = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	for _, a := range desc.GetPendingActivities() {
 		name := a.GetActivityType().GetName()
-		if name == "CopyChunk" {
+		if name == "CopySnapshot" || name == "CopyChunk" {
 			copying = true
 		}
-		if (name == "CopyChunk" || strings.Contains(name, "SessionCreation")) && a.GetLastWorkerIdentity() != "" &&
+		if (name == "CopySnapshot" || name == "CopyChunk" || strings.Contains(name, "SessionCreation")) && a.GetLastWorkerIdentity() != "" &&
 			a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
 			if pid, err = workerPID(a.GetLastWorkerIdentity()); err != nil {
 				return "", 0, false, err
@@ -354,29 +375,20 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			chunk := workloadSize(sinkName, 1000)
 			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
 				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100)})
+			w.setConfig("  max_rows: 5000\n", "  max_rows: 5000\n  max_bytes: 64KiB\n") // a sink write of the backfill holds a chunk or two
 			items := w.gen.Table("wl_items")
 			tn := w.tableName(items)
-			workers := []*localrun.Worker{w.worker("worker1"), w.worker("worker2")}
+			// The only worker hangs its copy after the third sink write of the table's snapshot
+			// (fault point snapshot.after-write), holding the session: the kill then lands on a
+			// partly written snapshot, whatever the machine's speed.
+			workers := []*localrun.Worker{w.workerEnv("worker1", fmt.Sprintf("%s=%s:hang@3:%s", faults.EnvVar, faults.SnapshotAfterWrite, tn))}
 			w.sluice("start")
-
-			// Let a few chunks commit, then pause the table between two chunks so the kill
-			// lands on a partly committed snapshot, whatever the machine's speed.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
 			var st workflows.TableStatus
-			err := localrun.WaitFor(context.Background(), "the backfill of "+tn.String()+" to commit 3 chunks", 3*time.Minute, 100*time.Millisecond,
-				func(ctx context.Context) (bool, string, error) {
-					var err error
-					if st, err = localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started); err != nil {
-						return false, "", err
-					}
-					return st.Snapshot != nil && st.Snapshot.Rows >= int64(3*chunk), fmt.Sprintf("%+v", st.Snapshot), nil
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.sluice("pause", "--table", tn.String())
 			var runID string
 			var holder int
-			err = localrun.WaitFor(context.Background(), "the snapshot to pause between chunks", 2*time.Minute, 250*time.Millisecond,
+			err := localrun.WaitFor(ctx, "the snapshot's copy to hang after its third write", 3*time.Minute, 250*time.Millisecond,
 				func(ctx context.Context) (bool, string, error) {
 					var err error
 					if st, err = localrun.TableStatus(ctx, w.temporal, w.name, tn, w.started); err != nil {
@@ -386,16 +398,19 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 					if runID, holder, copying, err = w.snapshotSession(ctx, tn); err != nil {
 						return false, "", err
 					}
-					return st.Paused && !copying && holder != 0, fmt.Sprintf("paused %v copying %v holder %d", st.Paused, copying, holder), nil
+					log, err := os.ReadFile(workers[0].Log)
+					if err != nil {
+						return false, "", err
+					}
+					hung := strings.Contains(string(log), "fault injected: this copy hangs")
+					return hung && copying && holder != 0, fmt.Sprintf("hung %v copying %v holder %d", hung, copying, holder), nil
 				})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Snapshot == nil || st.Snapshot.Done || st.Phase != workflows.StateBackfill {
+			if st.Phase != workflows.StateBackfill || (st.Snapshot != nil && st.Snapshot.Done) {
 				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
 			partial, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
 			if err != nil {
 				t.Fatal(err)
@@ -432,8 +447,6 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err := w.gen.Run(ctx, workload.RunOptions{Ops: 100}); err != nil {
 				t.Fatal(err)
 			}
-			w.sluice("resume", "--table", tn.String())
-
 			var failure string
 			err = localrun.WaitFor(context.Background(), "the killed snapshot's run to fail", 3*time.Minute, time.Second,
 				func(ctx context.Context) (bool, string, error) {
@@ -450,7 +463,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			w.started = killedAt
 			w.waitStreaming(tn)
 			t.Logf("workload seed %d: killed pid %d with %d of %d rows snapshotted; deleted %d of them; run %s failed: %.200s",
-				w.gen.Seed(), holder, len(partial), st.Snapshot.EstimatedRows, len(gone), runID, failure)
+				w.gen.Seed(), holder, len(partial), len(w.gen.Live(items.Name)), len(gone), runID, failure)
 			w.waitConverged()
 		})
 	}

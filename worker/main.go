@@ -133,7 +133,7 @@ func run(ctx context.Context, o options) error {
 
 	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot")}
+	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -141,6 +141,9 @@ func run(ctx context.Context, o options) error {
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
 		WorkerStopTimeout:                 o.shutdown,
+		// Heartbeats reach the server (and a cancellation, e.g. a paused backfill's slice, the
+		// activity) within 5 s, not 0.8 of the heartbeat timeout.
+		MaxHeartbeatThrottleInterval: 5 * time.Second,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		Interceptors: []interceptor.WorkerInterceptor{&activities.Heartbeats{}},
 	})

@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicecdc/sluice/activities"
@@ -15,7 +17,7 @@ import (
 // by half up to backfillSliceMax) so the status shows progress at least every backfillSliceMax;
 // after backfillSteadySlices slices, or once the run's history holds half its budget
 // (TableOptions.MaxHistoryEvents), each slice doubles the last, so a backfill of any length adds
-// at most a few dozen slices more. (The merge's shared budget constants: 10,000 events per run.)
+// at most a few dozen slices more. A pause cancels the running slice (copyInSlices). (The merge's shared budget constants: 10,000 events per run.)
 const (
 	backfillSliceFirst   = 30 * time.Second
 	backfillSliceMax     = 5 * time.Minute
@@ -28,8 +30,13 @@ const (
 )
 
 // copyInSlices copies the snapshot with CopySnapshot slices until it is done, adding each
-// slice's rows to the status's progress. A pause takes effect between slices.
+// slice's rows to the status's progress. A pause cancels the running slice: the activity ends
+// after the chunk it reads and returns the cursor of what it wrote (WaitForCancellation), the
+// progress is recorded, and the next slice starts from that cursor once the table is resumed,
+// in the same session. A slice cancelled before it reported (not started yet, or a canceled
+// result without its cursor) resumes from the last known cursor; rewriting rows is idempotent.
 func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.SnapshotInfo) error {
+	cancelOnPause := workflow.GetVersion(ctx, "backfill-pause-cancels-slice", workflow.DefaultVersion, 1) != workflow.DefaultVersion
 	var after []string
 	slice := backfillSliceFirst
 	for n := 0; ; n++ {
@@ -40,18 +47,43 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 			StartToCloseTimeout: slice + backfillSliceSlack,
 			HeartbeatTimeout:    backfillHeartbeat,
 			RetryPolicy:         RetryForever(),
+			WaitForCancellation: cancelOnPause,
 		})
+		actx, cancel := workflow.WithCancel(actx)
 		in := activities.CopySnapshotInput{
 			Table: t.in.TableConfig, Snapshot: info, After: after,
 			ChunkRows: t.opts.SnapshotChunkRows, ApplyBytes: t.opts.SnapshotApplyBytes, RunFor: slice,
 		}
+		fut := workflow.ExecuteActivity(actx, snapshotActs.CopySnapshot, in)
+		cancelled := false
+		if cancelOnPause {
+			if err := workflow.Await(ctx, func() bool { return fut.IsReady() || t.paused }); err != nil {
+				cancel()
+				return err
+			}
+			if !fut.IsReady() {
+				cancel()
+				cancelled = true
+			}
+		}
 		var res backfill.Cursor
-		if err := workflow.ExecuteActivity(actx, snapshotActs.CopySnapshot, in).Get(ctx, &res); err != nil {
-			return t.sessionError(sctx, "copying the snapshot", err)
+		err := fut.Get(ctx, &res)
+		cancel()
+		if err != nil {
+			var ce *temporal.CanceledError
+			if !cancelled || !errors.As(err, &ce) {
+				return t.sessionError(sctx, "copying the snapshot", err)
+			}
+			res = backfill.Cursor{}
+			if ce.HasDetails() && ce.Details(&res) != nil {
+				res = backfill.Cursor{}
+			}
 		}
 		t.snapshot.Rows += res.Rows
 		t.snapshot.Chunks += res.Chunks
-		after = res.Last
+		if len(res.Last) > 0 {
+			after = res.Last
+		}
 		if res.Done {
 			return nil
 		}

@@ -147,3 +147,59 @@ func TestNextSlice(t *testing.T) {
 		})
 	}
 }
+
+// TestBackfillPauseCancelsTheRunningSlice: a pause while a CopySnapshot slice runs cancels it
+// (the pause takes effect without waiting for the slice's end), the status shows the progress
+// of the slices done and no copy runs while paused; after resume the copy goes on from the
+// cursor in the same snapshot, and every chunk is written once.
+func TestBackfillPauseCancelsTheRunningSlice(t *testing.T) {
+	t.Parallel()
+	w := newWorld(false, 0)
+	w.chunks = 6 // one chunk per slice, each slice taking 10 s
+	env := newEnv(t, w, 10*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPause, nil) }, 25*time.Second) // mid slice 3
+	var paused TableStatus
+	var callsPaused int
+	env.RegisterDelayedCallback(func() {
+		paused = queryStatus(t, env)
+		w.mu.Lock()
+		callsPaused = w.copyCalls
+		w.mu.Unlock()
+	}, 10*time.Minute)
+	var resumedAt int
+	env.RegisterDelayedCallback(func() {
+		w.mu.Lock()
+		resumedAt = w.copyCalls
+		w.mu.Unlock()
+		env.SignalWorkflow(SignalResume, nil)
+	}, time.Hour)
+	if err := finish(t, env, TableInput{TableConfig: testTable}, 24*time.Hour); !temporal.IsCanceledError(err) {
+		t.Fatalf("run ended with %v", err)
+	}
+	applied, calls, pos := w.snapshotOf()
+	if w.cancelledCopies != 1 || callsPaused != 3 || resumedAt != callsPaused {
+		t.Fatalf("%d slices cancelled, %d CopySnapshot calls when paused, %d at resume: want the third slice cancelled by the pause and none while paused",
+			w.cancelledCopies, callsPaused, resumedAt)
+	}
+	s := paused.Snapshot
+	if !paused.Paused || paused.Phase != StateBackfill || s == nil || s.Done || s.Chunks != 2 || s.Rows != 200 {
+		t.Fatalf("status while paused %+v (snapshot %+v): want paused in the backfill with the 2 chunks copied", paused, s)
+	}
+	want := "[chunks 1-1 chunks 2-2 chunks 3-3 chunks 4-4 chunks 5-5 chunks 6-6]"
+	if got := fmt.Sprint(applied); got != want || w.copied != w.chunks || pos != sp(1000) {
+		t.Fatalf("sink writes %s, %d of %d chunks, position %s; want %s committed at 1000", got, w.copied, w.chunks, pos, want)
+	}
+	if n := countOf(calls, "BeginSnapshot"); n != 1 {
+		t.Fatalf("%d snapshots begun, want the copy resumed in the first", n)
+	}
+}
+
+func countOf(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}

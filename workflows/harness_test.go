@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -66,6 +67,8 @@ type world struct {
 	// chunkTime chunks (at least one); 0 means one chunk per slice.
 	chunkTime time.Duration
 	slices    []time.Duration // RunFor of every CopySnapshot call
+	// cancelledCopies counts CopySnapshot calls that found themselves cancelled.
+	cancelledCopies int
 	// maxCopies stops a run whose CopySnapshot calls alone would pass the history budget; 0 never.
 	maxCopies int
 	listFails int // NextBatches calls still to fail
@@ -202,11 +205,19 @@ func (w *world) begin(_ context.Context, _ activities.BeginSnapshotInput) (activ
 	return activities.SnapshotInfo{Name: "00000003-1", Position: sp(1000), EstimatedRows: int64(w.chunks) * 100}, nil
 }
 
-func (w *world) copySnapshot(_ context.Context, in activities.CopySnapshotInput) (backfill.Cursor, error) {
+func (w *world) copySnapshot(ctx context.Context, in activities.CopySnapshotInput) (backfill.Cursor, error) {
 	w.call("CopySnapshot")
+	// A slice the workflow cancelled while it ran (the table paused) learns it at this
+	// heartbeat and writes nothing: the test environment drops a cancelled activity's result,
+	// so the workflow resumes from the cursor it had.
+	activity.RecordHeartbeat(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.copyCalls++
+	if ctx.Err() != nil {
+		w.cancelledCopies++
+		return backfill.Cursor{}, ctx.Err()
+	}
 	w.slices = append(w.slices, in.RunFor)
 	if w.copyCalls == w.loseAt {
 		return backfill.Cursor{}, temporal.NewCanceledError("session worker lost")

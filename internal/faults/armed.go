@@ -15,13 +15,19 @@ import (
 )
 
 // points are the known points, in the order error messages list them.
-var points = []Point{CommitBeforeWrite, CommitAfterWrite, CommitAfterAck, CommitAckBeforeWrite}
+var points = []Point{CommitBeforeWrite, CommitAfterWrite, CommitAfterAck, CommitAckBeforeWrite, SnapshotAfterWrite}
 
 // Action is what a fault does when it fires.
 type Action string
 
-// Kill sends SIGKILL to the worker's own process (for a mutation: after breaking the path).
-const Kill Action = "kill"
+// The actions.
+const (
+	// Kill sends SIGKILL to the worker's own process (for a mutation: after breaking the path).
+	Kill Action = "kill"
+	// Hang blocks the goroutine that passes the point until the process ends (the test kills
+	// it): the work in flight stops there, holding what it holds, without exiting.
+	Hang Action = "hang"
+)
 
 // Fault is one armed fault: Action at the Nth pass of Point (for Table, or any table).
 type Fault struct {
@@ -40,7 +46,7 @@ func (f Fault) String() string {
 	return s
 }
 
-// Parse reads a SLUICE_FAULTS value: comma-separated POINT:kill[@N][:SCHEMA.TABLE]. Blank
+// Parse reads a SLUICE_FAULTS value: comma-separated POINT:ACTION[@N][:SCHEMA.TABLE]. Blank
 // entries are ignored. The error lists every malformed fault and what is allowed.
 func Parse(spec string) ([]Fault, error) {
 	var out []Fault
@@ -58,7 +64,7 @@ func Parse(spec string) ([]Fault, error) {
 		out = append(out, f)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w\n(syntax: POINT:kill[@N][:SCHEMA.TABLE], comma-separated; points: %s)", err, pointList())
+		return nil, fmt.Errorf("%w\n(syntax: POINT:ACTION[@N][:SCHEMA.TABLE], comma-separated; actions: kill, hang; points: %s)", err, pointList())
 	}
 	return out, nil
 }
@@ -66,17 +72,19 @@ func Parse(spec string) ([]Fault, error) {
 func parseFault(item string) (Fault, error) {
 	parts := strings.Split(item, ":")
 	if len(parts) < 2 || len(parts) > 3 {
-		return Fault{}, errors.New("want POINT:kill[@N][:SCHEMA.TABLE]")
+		return Fault{}, errors.New("want POINT:ACTION[@N][:SCHEMA.TABLE]")
 	}
 	f := Fault{Point: Point(parts[0]), Nth: 1}
 	if !slices.Contains(points, f.Point) {
 		return Fault{}, fmt.Errorf("unknown point %q", parts[0])
 	}
 	action, nth, hasNth := strings.Cut(parts[1], "@")
-	if Action(action) != Kill {
-		return Fault{}, fmt.Errorf("unknown action %q: want %s", action, Kill)
+	switch Action(action) {
+	case Kill, Hang:
+		f.Action = Action(action)
+	default:
+		return Fault{}, fmt.Errorf("unknown action %q: want %s or %s", action, Kill, Hang)
 	}
-	f.Action = Kill
 	if hasNth {
 		n, err := strconv.Atoi(nth)
 		if err != nil || n < 1 {
@@ -145,12 +153,19 @@ func (p *Points) String() string {
 // fault armed there fires on this pass. A fault fires once, on its Nth pass. Hook sites of a
 // mutation call it, break the path, then call Crash; plain kill points call Hit.
 func (p *Points) Fires(point Point, ref staging.BatchRef) bool {
+	_, fires := p.fire(point, ref)
+	return fires
+}
+
+// fire counts a pass of point and returns the action of the fault that fires on it, if any.
+func (p *Points) fire(point Point, ref staging.BatchRef) (Action, bool) {
 	if p == nil {
-		return false
+		return "", false
 	}
 	table := ref.Table.String()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var action Action
 	fires := false
 	for i, f := range p.faults {
 		if f.Point != point || (f.Table != "" && f.Table != table) {
@@ -158,10 +173,10 @@ func (p *Points) Fires(point Point, ref staging.BatchRef) bool {
 		}
 		p.passes[i]++
 		if p.passes[i] == f.Nth {
-			fires = true
+			action, fires = f.Action, true
 		}
 	}
-	return fires
+	return action, fires
 }
 
 // Crash logs that the fault at point fires on the batch ref, naming the batch (its table, range,
@@ -178,9 +193,17 @@ func (p *Points) Crash(point Point, ref staging.BatchRef) {
 }
 
 // Hit is a pass of point with the batch ref: when a fault armed there fires, the process is
-// SIGKILLed and Hit does not return.
+// SIGKILLed (kill) or the calling goroutine blocks until the process ends (hang); either way Hit
+// does not return.
 func (p *Points) Hit(point Point, ref staging.BatchRef) {
-	if p.Fires(point, ref) {
-		p.Crash(point, ref)
+	action, fires := p.fire(point, ref)
+	if !fires {
+		return
 	}
+	if action == Hang {
+		p.log.Error("fault injected: this copy hangs until the process is killed (testing hook "+EnvVar+")",
+			"point", string(point), "table", ref.Table.String(), "faults", p.String())
+		select {}
+	}
+	p.Crash(point, ref)
 }

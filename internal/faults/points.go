@@ -20,3 +20,11 @@ const (
 	// commit path deliberately, to prove that the fault suites find the rows it loses.
 	CommitAckBeforeWrite Point = "commit.ack-before-write"
 )
+
+// The points of a backfill's CopySnapshot (package activities).
+const (
+	// SnapshotAfterWrite is after a sink write of snapshot rows, before the copy reads on: with
+	// the hang action the copy stops there holding its session, so a test can kill the worker
+	// on a partly written snapshot whatever the machine's speed.
+	SnapshotAfterWrite Point = "snapshot.after-write"
+)

@@ -25,7 +25,13 @@ func fakeWorker(t *testing.T, dir string, exit bool) (bin, pidFile string) {
 		tail = "exit 0"
 	}
 	script := fmt.Sprintf("#!/bin/sh\nsleep 300 &\necho $$ $! > %s.tmp\nmv %s.tmp %s\n%s\n", pidFile, pidFile, pidFile, tail)
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+	// A process forked by a parallel test while the file is open for writing holds it open until
+	// it execs, and executing the file then fails with "text file busy": write it under the
+	// fork lock, which a fork holds until its child has exec'd (closing the inherited file).
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(bin, []byte(script), 0o755)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return bin, pidFile
