@@ -18,10 +18,11 @@ import (
 
 // TestPausedTableCatchesUpWithinBudget is the outage/pause acceptance of the history budget:
 // public.a is paused while one UPDATE of its 100,000 rows is staged at batch.max_rows 5 (20,000
-// batches) and public.b keeps streaming. During the pause the slot's confirmed position stays
-// before the UPDATE and public.b's target follows its source. After resume public.a catches up
-// (in grouped commits) and equals its source key by key; no run of its workflow was terminated
-// or failed, and every run's history, read from Temporal, stays under workflows.MaxRunEvents.
+// batches, each signalled to its paused workflow). While they are staged the slot's confirmed
+// position stays before the UPDATE; then public.b streams and its target follows its source
+// while public.a stays paused with its backlog. After resume public.a catches up (in grouped
+// commits) and equals its source key by key; no run of its workflow was terminated or failed,
+// and every run's history, read from Temporal, stays under workflows.MaxRunEvents.
 func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
 	t.Parallel()
 	const rows, wantBatches = 100_000, 20_000
