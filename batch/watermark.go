@@ -119,16 +119,17 @@ func DropCovered(mem memory.Allocator, rec arrow.RecordBatch, committed Position
 	if len(runs) == 0 {
 		runs = append(runs, rec.NewSlice(0, 0))
 	}
-	out, err := concatRecords(mem, rec.Schema(), runs)
+	out, err := ConcatRecords(mem, rec.Schema(), runs)
 	if err != nil {
 		return nil, 0, err
 	}
 	return out, dropped, nil
 }
 
-// concatRecords returns one record holding the rows of recs in order. The caller releases the
+// ConcatRecords returns one record of schema holding the rows of recs in order (none: an empty
+// record). The caller releases the
 // result; recs are left to their owner.
-func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+func ConcatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(recs) == 1 {
 		recs[0].Retain()
 		return recs[0], nil
