@@ -54,29 +54,14 @@ func (i *heartbeatInbound) ExecuteActivity(ctx context.Context, in *interceptor.
 	if every <= 0 {
 		every = min(timeout/4, 5*time.Second)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if i.out.own.Load() {
-					return
-				}
-				i.out.Next.RecordHeartbeat(ctx)
-			}
+	stop := beatEvery(ctx, every, func() bool {
+		if i.out.own.Load() {
+			return false // the activity heartbeats by itself now
 		}
+		i.out.Next.RecordHeartbeat(ctx)
+		return true
 	})
-	defer func() {
-		close(done)
-		wg.Wait()
-	}()
+	defer stop()
 	return i.Next.ExecuteActivity(ctx, in)
 }
 
@@ -89,4 +74,31 @@ type heartbeatOutbound struct {
 func (o *heartbeatOutbound) RecordHeartbeat(ctx context.Context, details ...any) {
 	o.own.Store(true)
 	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// beatEvery calls beat every interval until beat returns false, ctx ends or the returned stop
+// is called; stop waits for the goroutine to end.
+func beatEvery(ctx context.Context, every time.Duration, beat func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if !beat() {
+					return
+				}
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
