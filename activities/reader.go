@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -157,19 +156,4 @@ func (s tableSignals) SignalBatch(ctx context.Context, schema batch.Schema, ref 
 // Resync asks the table's workflow to backfill again.
 func (s tableSignals) Resync(ctx context.Context, schema batch.Schema) error {
 	return s.starter.Resync(ctx, s.config(schema))
-}
-
-// ConfirmablePosition is the position up to which the reader may confirm the slot: the lowest lo
-// among the pipeline's staged but unacknowledged batches, or reader (everything up to it staged)
-// when none is outstanding. Idle tables have no staged batches and never hold the slot back.
-func ConfirmablePosition(ctx context.Context, store *staging.Store, pipeline string, reader batch.SourcePosition) (batch.SourcePosition, error) {
-	staged, err := store.ListPipeline(ctx, pipeline)
-	if err != nil {
-		return batch.SourcePosition{}, err
-	}
-	pos, err := staging.SafePosition(staged, reader)
-	if err != nil {
-		return batch.SourcePosition{}, fmt.Errorf("computing confirmable position of pipeline %s: %w", pipeline, err)
-	}
-	return pos, nil
 }
