@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -142,7 +141,8 @@ func run(ctx context.Context, o options) error {
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
 		WorkerStopTimeout:                 o.shutdown,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
-		Interceptors: []interceptor.WorkerInterceptor{&activities.Heartbeats{}},
+		// (A test build's armed faults come first: activity.start fires before anything runs.)
+		Interceptors: append(faultInterceptors(faultPoints), &activities.Heartbeats{}),
 	})
 	workflows.Register(w)
 	activities.Set{
