@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -35,7 +37,9 @@ const defaultApplyBytes = 64 << 20
 
 // CopySnapshot copies the snapshot's rows after in.After into the sink as snapshot batches (rows
 // only, zero Hi), many chunks per activity: the run's history grows with the calls, not with the
-// table. It heartbeats a backfill.Cursor after every chunk read and every write; a retried
+// table. It heartbeats a backfill.Cursor after every chunk read and every write, and repeats the
+// last one every few seconds while a read or a write takes long (the heartbeat timeout is
+// seconds, so that a lost worker is noticed soon); a retried
 // attempt (on this worker: the activity runs in the backfill's session) resumes from the last
 // heartbeat's cursor, and re-applying rows is idempotent (upsert by key). It returns the cursor
 // after RunFor or at the snapshot's end, with Rows and Chunks counting every attempt's writes.
@@ -66,6 +70,8 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		lim.ApplyBytes = defaultApplyBytes
 	}
 	mem := a.allocator()
+	beat := startCursorBeat(ctx, from)
+	defer beat.stop()
 	deps := backfill.CopyDeps{
 		Read: func(ctx context.Context, after []string, limit int) (backfill.Chunk, error) {
 			return held.ReadChunk(ctx, mem, schema, after, limit)
@@ -76,7 +82,7 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		Apply: func(ctx context.Context, rec arrow.RecordBatch) error {
 			return a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{})
 		},
-		Heartbeat: func(ctx context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) },
+		Heartbeat: beat.record,
 		Mem:       mem,
 	}
 	at, err := backfill.Copy(ctx, lim, deps, from)
@@ -91,4 +97,53 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		return at, sourceError(fmt.Sprintf("copying the snapshot of table %s", schema.Table), err)
 	}
 	return at, nil
+}
+
+// cursorBeatEvery is how often CopySnapshot repeats its last cursor as a heartbeat.
+const cursorBeatEvery = 5 * time.Second
+
+// cursorBeat heartbeats the last recorded cursor of a copy every cursorBeatEvery until stop, so
+// a sink write or a chunk read longer than the heartbeat timeout does not time the attempt out.
+// It repeats only a cursor the copy reported (or the one it resumed from): a retried attempt
+// resumes from what was applied.
+type cursorBeat struct {
+	mu   sync.Mutex
+	last backfill.Cursor
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startCursorBeat(ctx context.Context, from backfill.Cursor) *cursorBeat {
+	b := &cursorBeat{last: from, done: make(chan struct{})}
+	b.wg.Go(func() {
+		t := time.NewTicker(cursorBeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				b.mu.Lock()
+				activity.RecordHeartbeat(ctx, b.last)
+				b.mu.Unlock()
+			}
+		}
+	})
+	return b
+}
+
+// record heartbeats c now and keeps repeating it.
+func (b *cursorBeat) record(ctx context.Context, c backfill.Cursor) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = c
+	b.last.Last = slices.Clone(c.Last) // the copy may reuse its slice; the repeat sends this one
+	activity.RecordHeartbeat(ctx, c)
+}
+
+func (b *cursorBeat) stop() {
+	close(b.done)
+	b.wg.Wait()
 }

@@ -143,6 +143,9 @@ func run(ctx context.Context, o options) error {
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		// (A test build's armed faults come first: activity.start fires before anything runs.)
 		Interceptors: append(faultInterceptors(faultPoints), &activities.Heartbeats{}),
+		// Heartbeats reach the server at least this often (the SDK's default holds them back up
+		// to 80% of the heartbeat timeout, leaving a busy worker little margin before it).
+		MaxHeartbeatThrottleInterval: workflows.ShortHeartbeat / 4,
 	})
 	workflows.Register(w)
 	activities.Set{
