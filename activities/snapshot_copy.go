@@ -70,7 +70,7 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		lim.ApplyBytes = defaultApplyBytes
 	}
 	mem := a.allocator()
-	beat := startCursorBeat(ctx, from)
+	beat := startCursorBeat(ctx, from, cursorBeatEvery, func(ctx context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) })
 	defer beat.stop()
 	deps := backfill.CopyDeps{
 		Read: func(ctx context.Context, after []string, limit int) (backfill.Chunk, error) {
@@ -107,16 +107,18 @@ const cursorBeatEvery = 5 * time.Second
 // It repeats only a cursor the copy reported (or the one it resumed from): a retried attempt
 // resumes from what was applied.
 type cursorBeat struct {
+	send func(context.Context, backfill.Cursor) // activity.RecordHeartbeat
 	mu   sync.Mutex
 	last backfill.Cursor
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
-func startCursorBeat(ctx context.Context, from backfill.Cursor) *cursorBeat {
-	b := &cursorBeat{last: from, done: make(chan struct{})}
+// startCursorBeat starts sending from (until record reports another cursor) every every.
+func startCursorBeat(ctx context.Context, from backfill.Cursor, every time.Duration, send func(context.Context, backfill.Cursor)) *cursorBeat {
+	b := &cursorBeat{send: send, last: from, done: make(chan struct{})}
 	b.wg.Go(func() {
-		t := time.NewTicker(cursorBeatEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -126,7 +128,7 @@ func startCursorBeat(ctx context.Context, from backfill.Cursor) *cursorBeat {
 				return
 			case <-t.C:
 				b.mu.Lock()
-				activity.RecordHeartbeat(ctx, b.last)
+				b.send(ctx, b.last)
 				b.mu.Unlock()
 			}
 		}
@@ -140,7 +142,7 @@ func (b *cursorBeat) record(ctx context.Context, c backfill.Cursor) {
 	defer b.mu.Unlock()
 	b.last = c
 	b.last.Last = slices.Clone(c.Last) // the copy may reuse its slice; the repeat sends this one
-	activity.RecordHeartbeat(ctx, c)
+	b.send(ctx, c)
 }
 
 func (b *cursorBeat) stop() {
