@@ -119,9 +119,15 @@ func recoverFromKill(t *testing.T, c recoveryCase) string {
 	}
 
 	// No worker runs now: what the sink holds cannot change until the rescuer starts.
-	before, err := sinkIDs(t, p)
+	var before map[string]bool
+	err := localrun.WaitFor(context.Background(), "the sink to be read at the death", 30*time.Second, 200*time.Millisecond,
+		func(context.Context) (bool, string, error) {
+			var err error
+			before, err = sinkIDs(t, p)
+			return err == nil, "", err
+		})
 	if err != nil {
-		t.Fatalf("reading the sink at the death: %v", err)
+		t.Fatal(err)
 	}
 	p.worker("rescuer")
 	up := time.Since(died)
