@@ -70,7 +70,7 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		lim.ApplyBytes = defaultApplyBytes
 	}
 	mem := a.allocator()
-	beat := startCursorBeat(ctx, from, cursorBeatEvery, func(ctx context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) })
+	beat := startBeat(ctx, from, beatEvery, sendHeartbeat[backfill.Cursor])
 	defer beat.stop()
 	deps := backfill.CopyDeps{
 		Read: func(ctx context.Context, after []string, limit int) (backfill.Chunk, error) {
@@ -82,8 +82,11 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		Apply: func(ctx context.Context, rec arrow.RecordBatch) error {
 			return a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{})
 		},
-		Heartbeat: beat.record,
-		Mem:       mem,
+		Heartbeat: func(ctx context.Context, c backfill.Cursor) {
+			c.Last = slices.Clone(c.Last) // the copy may reuse its slice; the repeats send this one
+			beat.record(ctx, c)
+		},
+		Mem: mem,
 	}
 	at, err := backfill.Copy(ctx, lim, deps, from)
 	if be, ok := errors.AsType[*backfill.BuildError](err); ok {
@@ -99,24 +102,24 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 	return at, nil
 }
 
-// cursorBeatEvery is how often CopySnapshot repeats its last cursor as a heartbeat.
-const cursorBeatEvery = 5 * time.Second
+// beatEvery is how often a backfill activity repeats its last heartbeat details.
+const beatEvery = 5 * time.Second
 
-// cursorBeat heartbeats the last recorded cursor of a copy every cursorBeatEvery until stop, so
-// a sink write or a chunk read longer than the heartbeat timeout does not time the attempt out.
-// It repeats only a cursor the copy reported (or the one it resumed from): a retried attempt
+// repeatedBeat heartbeats the last recorded details of a copy every beatEvery until stop, so a
+// sink write or a chunk read longer than the heartbeat timeout does not time the attempt out.
+// It repeats only details the activity recorded (or those it started from): a retried attempt
 // resumes from what was applied.
-type cursorBeat struct {
-	send func(context.Context, backfill.Cursor) // activity.RecordHeartbeat
+type repeatedBeat[T any] struct {
+	send func(context.Context, T) // activity.RecordHeartbeat
 	mu   sync.Mutex
-	last backfill.Cursor
+	last T
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
-// startCursorBeat starts sending from (until record reports another cursor) every every.
-func startCursorBeat(ctx context.Context, from backfill.Cursor, every time.Duration, send func(context.Context, backfill.Cursor)) *cursorBeat {
-	b := &cursorBeat{send: send, last: from, done: make(chan struct{})}
+// startBeat starts sending from (until record reports other details) every every.
+func startBeat[T any](ctx context.Context, from T, every time.Duration, send func(context.Context, T)) *repeatedBeat[T] {
+	b := &repeatedBeat[T]{send: send, last: from, done: make(chan struct{})}
 	b.wg.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -136,16 +139,19 @@ func startCursorBeat(ctx context.Context, from backfill.Cursor, every time.Durat
 	return b
 }
 
-// record heartbeats c now and keeps repeating it.
-func (b *cursorBeat) record(ctx context.Context, c backfill.Cursor) {
+// record heartbeats v now and keeps repeating it. v must not change afterwards (clone a slice the
+// activity reuses).
+func (b *repeatedBeat[T]) record(ctx context.Context, v T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.last = c
-	b.last.Last = slices.Clone(c.Last) // the copy may reuse its slice; the repeat sends this one
-	b.send(ctx, c)
+	b.last = v
+	b.send(ctx, v)
 }
 
-func (b *cursorBeat) stop() {
+func (b *repeatedBeat[T]) stop() {
 	close(b.done)
 	b.wg.Wait()
 }
+
+// sendHeartbeat records v as the activity's heartbeat.
+func sendHeartbeat[T any](ctx context.Context, v T) { activity.RecordHeartbeat(ctx, v) }

@@ -23,11 +23,9 @@ func TestCursorBeatRepeatsTheLastCursor(t *testing.T) {
 		beats = append(beats, c.Last[0])
 	}
 	ctx := context.Background()
-	b := startCursorBeat(ctx, backfill.Cursor{Last: []string{"10"}}, 5*time.Millisecond, send)
+	b := startBeat(ctx, backfill.Cursor{Last: []string{"10"}}, 5*time.Millisecond, send)
 	time.Sleep(40 * time.Millisecond) // a long first read: the resumed-from cursor repeats
-	last := []string{"20"}
-	b.record(ctx, backfill.Cursor{Last: last, Rows: 10})
-	last[0] = "overwritten"           // the copy reuses its slice: the repeats keep what was recorded
+	b.record(ctx, backfill.Cursor{Last: []string{"20"}, Rows: 10})
 	time.Sleep(40 * time.Millisecond) // a long write
 	b.stop()
 	n := len(beats)
