@@ -22,7 +22,8 @@ import (
 const recoveryBound = 30 * time.Second
 
 // The recovery pipelines backfill recoverySeed rows; their writer inserts one row every
-// recoveryPace from recoveryBase on, so there is always a change to make progress with.
+// recoveryPace (or the case's pace) from recoveryBase on, so there is always a change to make
+// progress with.
 const (
 	recoverySeed = 500
 	recoveryBase = 1_000_000
@@ -35,7 +36,8 @@ const (
 type recoveryCase struct {
 	activity    string
 	pass        int
-	env         []string // the pipeline's extra environment (workers and starter)
+	env         []string      // the pipeline's extra environment (workers and starter)
+	pace        time.Duration // between two inserts of the writer; 0: recoveryPace
 	killRunning bool
 	// drive makes the pipeline reach the activity after `sluice start`; nil: it does by itself.
 	drive func(t *testing.T, p *icebergPipeline, armed *localrun.Worker)
@@ -55,6 +57,11 @@ type recoveryCase struct {
 func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 	t.Parallel()
 	cases := []recoveryCase{
+		// NextBatches lists the staged batches beyond the workflow's window (256 refs): a paused
+		// table gets 280 one-row batches, then resumes. The longest case: it comes first, and its
+		// writer goes slower (every batch is a commit).
+		{activity: "NextBatches", pass: 1, env: []string{"SLUICE_BATCH_MAX_ROWS=1", "SLUICE_SINK_ICEBERG_MAINTENANCE_COMPACT_EVERY_COMMITS=-1"},
+			pace: time.Second, drive: overflowWindow},
 		{activity: "SetupSource", pass: 1},
 		{activity: "EnsureTableWorkflows", pass: 1},
 		{activity: "EnsureTable", pass: 1},
@@ -68,10 +75,6 @@ func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 		{activity: "EndSnapshot", pass: 1},
 		{activity: "CommitBatch", pass: 2},
 		{activity: "MaintainTable", pass: 1, env: []string{"SLUICE_SINK_ICEBERG_MAINTENANCE_COMPACT_EVERY_COMMITS=2"}},
-		// NextBatches lists the staged batches beyond the workflow's window (256 refs): a paused
-		// table gets 300 one-row batches, then resumes.
-		{activity: "NextBatches", pass: 1, env: []string{"SLUICE_BATCH_MAX_ROWS=1", "SLUICE_SINK_ICEBERG_MAINTENANCE_COMPACT_EVERY_COMMITS=-1"},
-			drive: overflowWindow},
 		{activity: "ReadStream", killRunning: true, drive: killReader},
 	}
 	var mu sync.Mutex
@@ -95,7 +98,11 @@ func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 func recoverFromKill(t *testing.T, c recoveryCase) string {
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"}, SetupSQL: []string{itemsDDL, itemsSeed(1, recoverySeed)}})
 	p.env = append(p.env, c.env...)
-	w := startInserting(p)
+	pace := c.pace
+	if pace == 0 {
+		pace = recoveryPace
+	}
+	w := startInserting(p, pace)
 	defer w.stop(t)
 
 	var armed *localrun.Worker
@@ -200,18 +207,18 @@ func sinkIDs(t *testing.T, p *icebergPipeline) (map[string]bool, error) {
 }
 
 // overflowWindow makes the table list staged batches beyond its window (NextBatches): once it
-// streams it is paused, 300 rows are inserted (one batch each, batch.max_rows 1) and it resumes.
+// streams it is paused, 280 rows are inserted (one batch each, batch.max_rows 1) and it resumes.
 func overflowWindow(t *testing.T, p *icebergPipeline, _ *localrun.Worker) {
 	p.waitStream(itemsTable)
 	p.sluice("pause", "--table", "public.items")
-	p.exec(itemsSeed(800000, 800299))
-	err := localrun.WaitFor(context.Background(), "300 batches to queue for the paused table", 2*time.Minute, 500*time.Millisecond,
+	p.exec(itemsSeed(800000, 800279))
+	err := localrun.WaitFor(context.Background(), "280 batches to queue for the paused table", 2*time.Minute, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
 			st, err := localrun.TableStatus(ctx, p.temporal, p.name, itemsTable, p.started)
 			if err != nil {
 				return false, "", err
 			}
-			return st.Paused && st.QueueLength >= 300, fmt.Sprintf("paused %v, queue %d", st.Paused, st.QueueLength), nil
+			return st.Paused && st.QueueLength >= 280, fmt.Sprintf("paused %v, queue %d", st.Paused, st.QueueLength), nil
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -231,14 +238,14 @@ func killReader(t *testing.T, p *icebergPipeline, armed *localrun.Worker) {
 	}
 }
 
-// inserter inserts one row into public.items every recoveryPace from recoveryBase on, until stop.
+// inserter inserts one row into public.items every pace from recoveryBase on, until stop.
 type inserter struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 }
 
-func startInserting(p *icebergPipeline) *inserter {
+func startInserting(p *icebergPipeline, pace time.Duration) *inserter {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &inserter{cancel: cancel, done: make(chan error, 1)}
 	go func() {
@@ -249,7 +256,7 @@ func startInserting(p *icebergPipeline) *inserter {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(recoveryPace): // pacing, not synchronisation
+			case <-time.After(pace): // pacing, not synchronisation
 			}
 		}
 		if ctx.Err() != nil {
