@@ -103,7 +103,7 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 }
 
 // beatEvery is how often a backfill activity repeats its last heartbeat details.
-const beatEvery = 5 * time.Second
+const beatEvery = 2 * time.Second
 
 // repeatedBeat heartbeats the last recorded details of a copy every beatEvery until stop, so a
 // sink write or a chunk read longer than the heartbeat timeout does not time the attempt out.

@@ -34,10 +34,12 @@ const (
 // activity (the fault point activity.start), or, with killRunning, the test SIGKILLs it while
 // that activity runs (the reader runs for as long as its worker lives).
 type recoveryCase struct {
-	activity    string
-	pass        int
-	env         []string      // the pipeline's extra environment (workers and starter)
-	pace        time.Duration // between two inserts of the writer; 0: recoveryPace
+	activity string
+	pass     int
+	env      []string      // the pipeline's extra environment (workers and starter)
+	pace     time.Duration // between two inserts of the writer; 0: recoveryPace
+	// dest is the sink; nil: a local Iceberg warehouse.
+	dest        func(t *testing.T) destination
 	killRunning bool
 	// drive makes the pipeline reach the activity after `sluice start`; nil: it does by itself.
 	drive func(t *testing.T, p *icebergPipeline, armed *localrun.Worker)
@@ -47,9 +49,9 @@ type recoveryCase struct {
 // activity type the worker runs (as the activity starts: SLUICE_FAULTS=activity.start:kill@N:TYPE;
 // the reader: while it streams), with a writer inserting rows throughout, then starts a second,
 // unarmed worker at once. It measures the time from the first worker's death to the table's
-// next progress (the Iceberg target holds a key it did not hold at the death; no worker runs in
-// between, so what it held then is exact), asserts it is at most recoveryBound (30 s), and
-// that the sink equals the source at the end. The figures are logged per activity type (and
+// next progress (the target, Iceberg or for NextBatches ClickHouse, holds a key it did not hold
+// at the death; no worker runs in between, so what it held then is exact), asserts it is at most
+// recoveryBound (30 s), and that the sink equals the source at the end. The figures are logged per activity type (and
 // stated in docs/architecture.md). The second worker starts after the death, so each figure
 // includes its start (about a second): an upper bound of a takeover by a worker already running.
 //
@@ -58,10 +60,11 @@ func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 	t.Parallel()
 	cases := []recoveryCase{
 		// NextBatches lists the staged batches beyond the workflow's window (256 refs): a paused
-		// table gets 280 one-row batches, then resumes. The longest case: it comes first, and its
-		// writer goes slower (every batch is a commit).
-		{activity: "NextBatches", pass: 1, env: []string{"SLUICE_BATCH_MAX_ROWS=1", "SLUICE_SINK_ICEBERG_MAINTENANCE_COMPACT_EVERY_COMMITS=-1"},
-			pace: time.Second, drive: overflowWindow},
+		// table gets 280 one-row batches, then resumes. The longest case: it comes first, its
+		// writer goes slower (every batch is a commit) and it writes to ClickHouse, where a commit
+		// does not grow with the table's commits as an uncompacted Iceberg table's does.
+		{activity: "NextBatches", pass: 1, env: []string{"SLUICE_BATCH_MAX_ROWS=1"},
+			pace: time.Second, drive: overflowWindow, dest: clickhouseDestination},
 		{activity: "SetupSource", pass: 1},
 		{activity: "EnsureTableWorkflows", pass: 1},
 		{activity: "EnsureTable", pass: 1},
@@ -96,7 +99,14 @@ func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 
 // recoverFromKill runs one case and returns its figure for the summary.
 func recoverFromKill(t *testing.T, c recoveryCase) string {
-	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"}, SetupSQL: []string{itemsDDL, itemsSeed(1, recoverySeed)}})
+	dest := c.dest
+	if dest == nil {
+		dest = icebergDestination
+	}
+	d := dest(t)
+	target := d.target("items")
+	p := newPipelineWith(t, pipelineOptions{Sink: d.yaml, Tables: []string{"public.items:" + target}, SetupSQL: []string{itemsDDL, itemsSeed(1, recoverySeed)}})
+	read := d.read(p, target, e2eColumns, nil)
 	p.env = append(p.env, c.env...)
 	pace := c.pace
 	if pace == 0 {
@@ -130,7 +140,7 @@ func recoverFromKill(t *testing.T, c recoveryCase) string {
 	err := localrun.WaitFor(context.Background(), "the sink to be read at the death", 30*time.Second, 200*time.Millisecond,
 		func(context.Context) (bool, string, error) {
 			var err error
-			before, err = sinkIDs(t, p)
+			before, err = sinkIDs(read)
 			return err == nil, "", err
 		})
 	if err != nil {
@@ -141,7 +151,7 @@ func recoverFromKill(t *testing.T, c recoveryCase) string {
 	var delay time.Duration
 	err = localrun.WaitFor(context.Background(), "the table to progress on the rescuer", 2*time.Minute, 200*time.Millisecond,
 		func(context.Context) (bool, string, error) {
-			now, err := sinkIDs(t, p)
+			now, err := sinkIDs(read)
 			if err != nil {
 				return false, "", err
 			}
@@ -167,7 +177,7 @@ func recoverFromKill(t *testing.T, c recoveryCase) string {
 	}
 
 	w.stop(t)
-	p.waitEqualTo("public.items", "id", e2eColumns, icebergColumnsReader(p, "raw.items", e2eColumns))
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
 	return fmt.Sprintf("%-32s %5.1f s", c.activity, delay.Seconds())
 }
 
@@ -187,12 +197,11 @@ func checkDiedIn(t *testing.T, w *localrun.Worker, activity string) {
 	t.Fatalf("the armed worker died without its fault line for %s:\n%s", activity, tailBytes(b, 4096))
 }
 
-// sinkIDs returns the keys the Iceberg target raw.items holds (none before it exists).
-func sinkIDs(t *testing.T, p *icebergPipeline) (map[string]bool, error) {
-	t.Helper()
+// sinkIDs returns the keys read shows (none before an Iceberg target exists).
+func sinkIDs(read sinkReader) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got, err := localrun.ScanIceberg(ctx, p.cfg, "raw.items", "id", []string{"id"})
+	got, err := read(ctx)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
 		return map[string]bool{}, nil
 	}

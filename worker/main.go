@@ -149,7 +149,7 @@ func run(ctx context.Context, o options) error {
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints},
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4},
 		Snapshot: snapshots,
 		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
 		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},

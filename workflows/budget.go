@@ -43,5 +43,5 @@ const (
 	OutageBackoffMax = time.Minute
 	// ShortHeartbeat is the heartbeat timeout of short activities: a killed worker is noticed
 	// after it.
-	ShortHeartbeat = 20 * time.Second
+	ShortHeartbeat = 10 * time.Second
 )
