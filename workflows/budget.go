@@ -19,7 +19,7 @@ import "time"
 //   - Lost workers: every activity heartbeats (the worker's activities.Heartbeats interceptor
 //     does it for short ones) with a heartbeat timeout of at most ShortHeartbeat, and so does the
 //     snapshot session, so a killed worker delays a table by about ShortHeartbeat plus the retry
-//     backoff (measured at most 24.4 s in any activity: docs/architecture.md, bound 30 s).
+//     backoff (measured at most 18.4 s in any activity: docs/architecture.md, bound 30 s).
 const (
 	// MaxRunEvents is the most history events one TableWorkflow run may have. Temporal warns at
 	// 10,240 events and terminates a run at 51,200.
