@@ -65,6 +65,15 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 	if err != nil {
 		return ReadStreamResult{}, err
 	}
+	// Heartbeats from the start, through reading the schemas and opening the stream, however
+	// long: a retried attempt has its predecessor's details, so activities.Heartbeats does not
+	// heartbeat for it. It repeats the last progress (the previous attempt's, at first).
+	var last ReadStreamResult
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &last)
+	}
+	beat := startBeat(ctx, last, beatInterval, sendHeartbeat[ReadStreamResult])
+	defer beat.stop()
 	// SetupSource passes the tables without their columns (one result for every table would
 	// outgrow a payload): read them here, on the reader's worker.
 	in.Tables = slices.Clone(in.Tables)
@@ -103,7 +112,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 			return s, nil
 		},
 		Heartbeat: func(ctx context.Context, progress reader.Result) {
-			activity.RecordHeartbeat(ctx, readStreamResult(progress))
+			beat.record(ctx, readStreamResult(progress))
 		},
 		Logger: logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
 	})
