@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -409,26 +408,10 @@ func (a *Commit) heartbeat(ctx context.Context, detail string) (stop func()) {
 		every = 5 * time.Second
 	}
 	activity.RecordHeartbeat(ctx, detail)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, detail)
-			}
-		}
+	return beatEvery(ctx, every, func() bool {
+		activity.RecordHeartbeat(ctx, detail)
+		return true
 	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }
 
 // batchError turns the error of a sink call made while doing something to (or with) the

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -66,6 +65,15 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 	if err != nil {
 		return ReadStreamResult{}, err
 	}
+	// Heartbeats from the start, through reading the schemas and opening the stream, however
+	// long: a retried attempt has its predecessor's details, so activities.Heartbeats does not
+	// heartbeat for it. It repeats the last progress (the previous attempt's, at first).
+	var last ReadStreamResult
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &last)
+	}
+	beat := startBeat(ctx, last, beatInterval, sendHeartbeat[ReadStreamResult])
+	defer beat.stop()
 	// SetupSource passes the tables without their columns (one result for every table would
 	// outgrow a payload): read them here, on the reader's worker.
 	in.Tables = slices.Clone(in.Tables)
@@ -104,7 +112,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 			return s, nil
 		},
 		Heartbeat: func(ctx context.Context, progress reader.Result) {
-			activity.RecordHeartbeat(ctx, readStreamResult(progress))
+			beat.record(ctx, readStreamResult(progress))
 		},
 		Logger: logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
 	})
@@ -157,19 +165,4 @@ func (s tableSignals) SignalBatch(ctx context.Context, schema batch.Schema, ref 
 // Resync asks the table's workflow to backfill again.
 func (s tableSignals) Resync(ctx context.Context, schema batch.Schema) error {
 	return s.starter.Resync(ctx, s.config(schema))
-}
-
-// ConfirmablePosition is the position up to which the reader may confirm the slot: the lowest lo
-// among the pipeline's staged but unacknowledged batches, or reader (everything up to it staged)
-// when none is outstanding. Idle tables have no staged batches and never hold the slot back.
-func ConfirmablePosition(ctx context.Context, store *staging.Store, pipeline string, reader batch.SourcePosition) (batch.SourcePosition, error) {
-	staged, err := store.ListPipeline(ctx, pipeline)
-	if err != nil {
-		return batch.SourcePosition{}, err
-	}
-	pos, err := staging.SafePosition(staged, reader)
-	if err != nil {
-		return batch.SourcePosition{}, fmt.Errorf("computing confirmable position of pipeline %s: %w", pipeline, err)
-	}
-	return pos, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/backfill"
@@ -140,6 +139,9 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 		limit = 50_000
 	}
 	mem := a.allocator()
+	// Heartbeats through the read and the write, however long (CopyChunk never reads them back).
+	beat := startBeat(ctx, 0, beatInterval, sendHeartbeat[int])
+	defer beat.stop()
 	c, err := held.ReadChunk(ctx, mem, schema, in.After, limit)
 	var be *backfill.BuildError
 	if errors.As(err, &be) {
@@ -150,7 +152,7 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 		return CopyChunkResult{}, sourceError(fmt.Sprintf("reading a chunk of table %s", schema.Table), err)
 	}
 	defer c.Rec.Release()
-	activity.RecordHeartbeat(ctx, c.Rows)
+	beat.record(ctx, c.Rows)
 	res := CopyChunkResult{Rows: int64(c.Rows), Done: c.Rows < limit}
 	if c.Rows == 0 {
 		res.Last = in.After

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -37,7 +38,9 @@ const defaultApplyBytes = 64 << 20
 
 // CopySnapshot copies the snapshot's rows after in.After into the sink as snapshot batches (rows
 // only, zero Hi), many chunks per activity: the run's history grows with the calls, not with the
-// table. It heartbeats a backfill.Cursor after every chunk read and every write; a retried
+// table. It heartbeats a backfill.Cursor after every chunk read and every write, and repeats the
+// last one every few seconds while a read or a write takes long (the heartbeat timeout is
+// seconds, so that a lost worker is noticed soon); a retried
 // attempt (on this worker: the activity runs in the backfill's session) resumes from the last
 // heartbeat's cursor, and re-applying rows is idempotent (upsert by key). It returns the cursor
 // after RunFor or at the snapshot's end, with Rows and Chunks counting every attempt's writes.
@@ -80,6 +83,8 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		work, cancel = context.WithDeadline(work, dl)
 		defer cancel()
 	}
+	beat := startBeat(ctx, from, beatInterval, sendHeartbeat[backfill.Cursor])
+	defer beat.stop()
 	deps := backfill.CopyDeps{
 		Read: func(ctx context.Context, after []string, limit int) (backfill.Chunk, error) {
 			return held.ReadChunk(ctx, mem, schema, after, limit)
@@ -94,9 +99,12 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 			a.Faults.Hit(faults.SnapshotAfterWrite, staging.BatchRef{Table: schema.Table})
 			return nil
 		},
-		Heartbeat: func(_ context.Context, c backfill.Cursor) { activity.RecordHeartbeat(ctx, c) },
-		Mem:       mem,
-		Stop:      ctx.Done(),
+		Heartbeat: func(_ context.Context, c backfill.Cursor) {
+			c.Last = slices.Clone(c.Last) // the copy may reuse its slice; the repeats send this one
+			beat.record(ctx, c)
+		},
+		Mem:  mem,
+		Stop: ctx.Done(),
 	}
 	at, err := backfill.Copy(work, lim, deps, from)
 	if be, ok := errors.AsType[*backfill.BuildError](err); ok {

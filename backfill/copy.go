@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // Cursor is where a snapshot's copy stands: every row up to Last (in key order) is applied to
@@ -133,7 +134,7 @@ func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() ti
 		}
 	}
 	if len(recs) > 0 {
-		rec, err := concatRecords(recs, deps.Mem)
+		rec, err := concatChunks(recs, deps.Mem)
 		if err != nil {
 			return at, err
 		}
@@ -156,41 +157,17 @@ func stopped(stop <-chan struct{}) bool {
 	}
 }
 
-// concatRecords returns one record holding recs' rows in order (all of one schema); the caller
-// releases it and still owns recs.
-func concatRecords(recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
-	if len(recs) == 1 {
-		recs[0].Retain()
-		return recs[0], nil
-	}
+// concatChunks returns one record holding the chunks' rows in order (batch.ConcatRecords); the
+// caller releases it and still owns recs.
+func concatChunks(recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	schema := recs[0].Schema()
-	cols := make([]arrow.Array, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	var rows int64
-	for _, r := range recs {
-		rows += r.NumRows()
+	rec, err := batch.ConcatRecords(mem, recs)
+	if err != nil {
+		return nil, &BuildError{fmt.Errorf("joining %d chunks: %w", len(recs), err)}
 	}
-	parts := make([]arrow.Array, len(recs))
-	for i := range cols {
-		for j, r := range recs {
-			parts[j] = r.Column(i)
-		}
-		c, err := array.Concatenate(parts, mem)
-		if err != nil {
-			return nil, &BuildError{fmt.Errorf("concatenating column %s of %d chunks: %w", schema.Field(i).Name, len(recs), err)}
-		}
-		cols[i] = c
-	}
-	return array.NewRecordBatch(schema, cols, rows), nil
+	return rec, nil
 }
 
 // recordBytes is the size of rec's buffers (what a group of chunks holds in memory).

@@ -126,6 +126,15 @@ func TestReadAheadCopiesEveryRowOnce(t *testing.T) {
 					again.Rec.Release()
 				}
 				if i == tt.abandonAt {
+					// Stopping a read ahead in flight cancels its query, which closes the
+					// snapshot's connection by design (the run then re-snapshots); reading on
+					// after a stop is only possible once the read has ended, so wait for it.
+					h.mu.Lock()
+					ra := h.next
+					h.mu.Unlock()
+					if ra != nil {
+						<-ra.done
+					}
 					h.StopReadAhead()
 				}
 				c.Rec.Release()

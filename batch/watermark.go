@@ -126,8 +126,9 @@ func DropCovered(mem memory.Allocator, rec arrow.RecordBatch, committed Position
 	return out, dropped, nil
 }
 
-// concatRecords returns one record holding the rows of recs in order. The caller releases the
-// result; recs are left to their owner.
+// concatRecords returns one record of schema holding the rows of recs in order (none: an empty
+// record). The caller releases the result; recs are left to their owner. ConcatRecords is the
+// checked form for records of other origins.
 func concatRecords(mem memory.Allocator, schema *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(recs) == 1 {
 		recs[0].Retain()

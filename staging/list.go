@@ -129,25 +129,6 @@ func (s *Store) list(ctx context.Context, prefix string, withAttrs bool) ([]Batc
 	return refs, nil
 }
 
-// SafePosition is the position up to which the replication slot may be confirmed: the lowest lo
-// among staged but unacknowledged batches, or reader (the position up to which the reader has
-// staged everything) when nothing is outstanding or every outstanding batch starts later. The
-// result is never after reader. Refs of a different source than reader are an error wrapping
-// batch.ErrDifferentSource: confirming past them could lose them.
-func SafePosition(staged []BatchRef, reader batch.SourcePosition) (batch.SourcePosition, error) {
-	safe := reader
-	for _, r := range staged {
-		c, err := r.Lo.Compare(safe)
-		if err != nil {
-			return batch.SourcePosition{}, fmt.Errorf("staged batch %s against reader position %s: %w", r, reader, err)
-		}
-		if c < 0 {
-			safe = r.Lo
-		}
-	}
-	return safe, nil
-}
-
 // Window is a bounded slice of the staged batches a table still needs, as ListWindow returns it.
 type Window struct {
 	// Refs are the first staged batches after the committed position, in Compare order, with

@@ -63,35 +63,3 @@ func TestObjectNamesSortInPositionOrder(t *testing.T) {
 		}
 	}
 }
-
-func TestSafePosition(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		staged  []BatchRef
-		reader  batch.SourcePosition
-		want    batch.SourcePosition
-		wantErr bool
-	}{
-		{"nothing staged: the reader's position", nil, sp(500, 0), sp(500, 0), false},
-		{"lowest lo across tables", []BatchRef{ref("a", 300, 400), ref("b", 120, 130), ref("a", 200, 250)}, sp(500, 0), sp(120, 0), false},
-		{"never past the reader", []BatchRef{ref("a", 600, 700)}, sp(500, 0), sp(500, 0), false},
-		{"another source is an error", func() []BatchRef {
-			r := ref("a", 100, 200)
-			r.Lo.Source.Timeline = 2
-			return []BatchRef{r}
-		}(), sp(500, 0), batch.SourcePosition{}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := SafePosition(tt.staged, tt.reader)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
-			}
-			if got != tt.want {
-				t.Fatalf("safe position = %s, want %s", got, tt.want)
-			}
-		})
-	}
-}

@@ -2,10 +2,13 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/internal/localrun"
 )
 
 // TestRestartBacklogIsCommittedOnceRead stops a pipeline, writes while it is stopped, and starts
@@ -31,6 +34,16 @@ func TestRestartBacklogIsCommittedOnceRead(t *testing.T) {
 	// The clean stop confirmed the committed update to the slot: nothing is left to read again.
 	var pending int
 	slot := "sluice_" + p.name
+	// The worker has exited, but Postgres ends its walsender a moment later: peeking at a slot
+	// still active fails (SQLSTATE 55006).
+	if err := localrun.WaitFor(t.Context(), "the slot's walsender to end", time.Minute, 50*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			var active bool
+			err := p.queryRow(ctx, fmt.Sprintf("SELECT active FROM pg_replication_slots WHERE slot_name = '%s'", slot), &active)
+			return !active, "active", err
+		}); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.queryRow(t.Context(), fmt.Sprintf(`SELECT count(*) FROM pg_logical_slot_peek_binary_changes('%s', NULL, NULL,
 		'proto_version', '1', 'publication_names', '%s')`, slot, slot), &pending); err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func logReaderRecovery(t *testing.T, p *icebergPipeline, workerLog string) {
 // TestWorkerLosesTemporalConnectionWithBatchesInFlight cuts the only worker's connection to the
 // Temporal frontend (a TCP proxy in front of the real server, given to the worker alone through
 // SLUICE_TEMPORAL_ADDRESS) while a CommitBatch runs on it and the source keeps being written,
-// for longer than the commit heartbeat timeout (20 s) and the reader's (30 s). The server times
+// for longer than the commit and reader heartbeat timeouts (10 s, ShortHeartbeat). The server times
 // the in-flight commit out and schedules it again (the test sees attempt > 1 with a heartbeat
 // timeout); when the connection is restored the same worker reconnects, the batches it had been
 // delivered but not acked are redelivered and committed (or skipped as covered), the reader
@@ -198,7 +198,7 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 			// The writer's keys start above every key liveItemChanges writes (200001-200500, 900000),
 			// however many rounds the cuts take.
 			w := startWriting(p, 1000000)
-			const hold = 40 * time.Second // past the commit (20 s) and reader (30 s) heartbeat timeouts
+			const hold = 40 * time.Second // past the commit and reader heartbeat timeouts (10 s)
 			var retried string
 			for try := 1; retried == ""; try++ {
 				cut, inFlight := commitCutMidway(t, p, px)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"go.temporal.io/sdk/interceptor"
+
 	"github.com/sluicecdc/sluice/internal/faults"
 )
 
@@ -21,4 +23,13 @@ func armFaults(log *slog.Logger) (*faults.Points, error) {
 	log.Warn("TESTING FAULTS ARMED: this worker will kill itself on purpose and may lose data; never set "+
 		faults.EnvVar+" outside the fault-injection tests", "faults", p.String())
 	return p, nil
+}
+
+// faultInterceptors are the worker interceptors of the armed faults: the ActivityKiller, which
+// passes the point activity.start as each activity starts. None when nothing is armed.
+func faultInterceptors(p *faults.Points) []interceptor.WorkerInterceptor {
+	if p == nil {
+		return nil
+	}
+	return []interceptor.WorkerInterceptor{&faults.ActivityKiller{Points: p}}
 }

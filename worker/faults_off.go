@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"go.temporal.io/sdk/interceptor"
+
 	"github.com/sluicecdc/sluice/internal/faults"
 )
 
@@ -18,3 +20,6 @@ func armFaults(log *slog.Logger) (*faults.Points, error) {
 	}
 	return nil, nil
 }
+
+// faultInterceptors is none: a worker without the faults tag has no fault points.
+func faultInterceptors(*faults.Points) []interceptor.WorkerInterceptor { return nil }

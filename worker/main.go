@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -141,15 +140,17 @@ func run(ctx context.Context, o options) error {
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
 		WorkerStopTimeout:                 o.shutdown,
-		// Heartbeats reach the server (and a cancellation, e.g. a paused backfill's slice, the
-		// activity) within 5 s, not 0.8 of the heartbeat timeout.
-		MaxHeartbeatThrottleInterval: 5 * time.Second,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
-		Interceptors: []interceptor.WorkerInterceptor{&activities.Heartbeats{}},
+		// (A test build's armed faults come first: activity.start fires before anything runs.)
+		Interceptors: append(faultInterceptors(faultPoints), &activities.Heartbeats{}),
+		// Heartbeats reach the server (and a cancellation, e.g. a paused backfill's slice, the
+		// activity) at least this often: the SDK's default holds them back up to 80% of the
+		// heartbeat timeout, leaving a busy worker little margin before it.
+		MaxHeartbeatThrottleInterval: workflows.ShortHeartbeat / 4,
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints},
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4},
 		Snapshot: snapshots,
 		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
 		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},

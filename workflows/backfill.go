@@ -39,7 +39,9 @@ func (t *table) backfill(ctx workflow.Context) error {
 		// is source.max_parallel_backfills): a table waits its turn without failing its run.
 		CreationTimeout:  24 * time.Hour,
 		ExecutionTimeout: 30 * 24 * time.Hour,
-		HeartbeatTimeout: 30 * time.Second,
+		// The session's worker heartbeats it (every third of this); when that worker dies the
+		// session fails after this, and with it the run, which re-snapshots on another worker.
+		HeartbeatTimeout: ShortHeartbeat,
 	})
 	if err != nil {
 		return temporal.NewApplicationError(fmt.Sprintf("table %s: creating the snapshot session: %v", t.in.Table(), err),
@@ -48,7 +50,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 	defer workflow.CompleteSession(sctx)
 	sctx = workflow.WithActivityOptions(sctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    2 * time.Minute,
+		HeartbeatTimeout:    ShortHeartbeat, // activities.Heartbeats heartbeats for them
 		RetryPolicy:         RetryForever(),
 	})
 

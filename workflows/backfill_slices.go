@@ -24,9 +24,9 @@ const (
 	backfillSteadySlices = 600
 	// backfillSliceSlack bounds one slice's last write past its time (StartToCloseTimeout).
 	backfillSliceSlack = time.Hour
-	// backfillHeartbeat is the CopySnapshot heartbeat timeout: it heartbeats after every chunk
-	// read and every write.
-	backfillHeartbeat = 2 * time.Minute
+	// backfillHeartbeat is the CopySnapshot heartbeat timeout: it heartbeats its cursor after
+	// every chunk read and every write, and repeats it every few seconds in between.
+	backfillHeartbeat = ShortHeartbeat
 )
 
 // copyInSlices copies the snapshot with CopySnapshot slices until it is done, adding each

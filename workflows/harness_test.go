@@ -87,6 +87,16 @@ func newWorld(hasPos bool, pos uint64, staged ...staging.BatchRef) *world {
 	return w
 }
 
+// stage puts refs into the staging store, as the reader does before it signals them: a
+// signalled batch is always staged, and a listing finds it.
+func (w *world) stage(refs ...staging.BatchRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range refs {
+		w.staged[r.URI] = r
+	}
+}
+
 func (w *world) call(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -59,8 +59,9 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         RetryForever(),
+		// SetupSource heartbeats through activities.Heartbeats, EnsureTableWorkflows per table.
+		HeartbeatTimeout: ShortHeartbeat,
+		RetryPolicy:      RetryForever(),
 	})
 	setupIn := activities.SetupInput{Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Tables: in.Tables}
 	var setup activities.SetupResult
@@ -84,7 +85,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		StartToCloseTimeout: runFor + 10*time.Minute,
 		// The reader heartbeats at least every second; a lost worker's stream moves to another
 		// worker after this.
-		HeartbeatTimeout: 30 * time.Second,
+		HeartbeatTimeout: ShortHeartbeat,
 		RetryPolicy:      RetryForever(),
 	})
 	readIn := activities.ReadStreamInput{

@@ -16,13 +16,16 @@ import (
 const MaintainAttempts = 5
 
 // maintainActivity is the options of MaintainTable: an hour per attempt, heartbeats every few
-// seconds (a lost worker is noticed after 2 minutes), and a bounded retry.
+// seconds (the worker's activities.Heartbeats), so a lost worker is noticed after
+// ShortHeartbeat, and a bounded retry whose first retry comes after a second: the table's
+// commits wait for maintenance, and a killed worker must not hold them back past the
+// recovery bound (docs/architecture.md).
 func maintainActivity() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    2 * time.Minute,
+		HeartbeatTimeout:    ShortHeartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    10 * time.Second,
+			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    2 * time.Minute,
 			MaximumAttempts:    MaintainAttempts,

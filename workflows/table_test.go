@@ -39,8 +39,11 @@ func TestTableWorkflowCommitsInPositionOrder(t *testing.T) {
 	w := newWorld(true, 5, ref(300, 399), ref(10, 99))
 	env := newEnv(t, w, time.Second)
 	env.RegisterDelayedCallback(func() {
+		w.stage(ref(200, 299))
 		env.SignalWorkflow(SignalBatch, ref(200, 299))
+		w.stage(ref(100, 199))
 		env.SignalWorkflow(SignalBatch, ref(100, 199))
+		w.stage(ref(400, 499))
 		env.SignalWorkflow(SignalBatch, ref(400, 499))
 	}, time.Millisecond)
 	var st TableStatus
@@ -68,10 +71,15 @@ func TestTableWorkflowDuplicateAndOverlappingRefs(t *testing.T) {
 	env := newEnv(t, w, time.Second)
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalPause, nil) // let every ref queue up first
+		w.stage(ref(10, 30))
 		env.SignalWorkflow(SignalBatch, ref(10, 30))
+		w.stage(ref(10, 30))
 		env.SignalWorkflow(SignalBatch, ref(10, 30)) // the same file signalled twice
+		w.stage(ref(25, 40))
 		env.SignalWorkflow(SignalBatch, ref(25, 40)) // overlaps 10..30: trimmed to 31..40
+		w.stage(ref(15, 20))
 		env.SignalWorkflow(SignalBatch, ref(15, 20)) // inside 10..30: skipped, acknowledged
+		w.stage(ref(10, 30))
 		env.SignalWorkflow(SignalBatch, ref(10, 30))
 	}, time.Millisecond)
 	env.RegisterDelayedCallback(func() {
@@ -156,7 +164,10 @@ func TestTableWorkflowContinueAsNewKeepsPosition(t *testing.T) {
 	t.Parallel()
 	w := newWorld(true, 5, ref(10, 19), ref(20, 29), ref(30, 39), ref(40, 49))
 	env := newEnv(t, w, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalBatch, ref(50, 59)) }, time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		w.stage(ref(50, 59))
+		env.SignalWorkflow(SignalBatch, ref(50, 59))
+	}, time.Millisecond)
 	in := TableInput{TableConfig: testTable, Options: TableOptions{MaxCommitsPerRun: 2, CommitGroupRefs: 1}}
 
 	err := finish(t, env, in, 0)
@@ -232,7 +243,9 @@ func TestTableWorkflowPauseAndResume(t *testing.T) {
 	env := newEnv(t, w, time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPause, nil) }, 0)
 	env.RegisterDelayedCallback(func() {
+		w.stage(ref(10, 19))
 		env.SignalWorkflow(SignalBatch, ref(10, 19))
+		w.stage(ref(20, 29))
 		env.SignalWorkflow(SignalBatch, ref(20, 29))
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {

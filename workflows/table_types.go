@@ -20,7 +20,7 @@ type TableOptions struct {
 	// (0: the activity's default, 64 MiB).
 	SnapshotApplyBytes int64 `json:"snapshot_apply_bytes,omitempty"`
 	// CommitTimeout bounds one CommitBatch attempt (default 30 minutes); it heartbeats, so a lost
-	// worker is noticed after CommitHeartbeat (default 20 seconds; the commit heartbeats every 5).
+	// worker is noticed after CommitHeartbeat (default ShortHeartbeat; the worker heartbeats the commit every quarter of it).
 	CommitTimeout   time.Duration `json:"commit_timeout,omitempty"`
 	CommitHeartbeat time.Duration `json:"commit_heartbeat,omitempty"`
 	// MaintainEveryCommits runs the MaintainTable activity (the sink's compaction and snapshot
@@ -51,7 +51,7 @@ func (o TableOptions) withDefaults() TableOptions {
 		o.CommitTimeout = 30 * time.Minute
 	}
 	if o.CommitHeartbeat <= 0 {
-		o.CommitHeartbeat = 20 * time.Second
+		o.CommitHeartbeat = ShortHeartbeat
 	}
 	if o.CommitGroupRefs <= 0 || o.CommitGroupRefs > GroupRefs {
 		o.CommitGroupRefs = GroupRefs

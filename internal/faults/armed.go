@@ -15,7 +15,7 @@ import (
 )
 
 // points are the known points, in the order error messages list them.
-var points = []Point{CommitBeforeWrite, CommitAfterWrite, CommitAfterAck, CommitAckBeforeWrite, SnapshotAfterWrite}
+var points = []Point{CommitBeforeWrite, CommitAfterWrite, CommitAfterAck, CommitAckBeforeWrite, SnapshotAfterWrite, ActivityStart}
 
 // Action is what a fault does when it fires.
 type Action string
@@ -29,12 +29,14 @@ const (
 	Hang Action = "hang"
 )
 
-// Fault is one armed fault: Action at the Nth pass of Point (for Table, or any table).
+// Fault is one armed fault: Action at the Nth pass of Point (for Table, or any table; for
+// ActivityStart, at the Nth start of an activity of type Activity).
 type Fault struct {
-	Point  Point
-	Action Action
-	Nth    int    // 1-based
-	Table  string // "schema.table"; empty: every table, counted together
+	Point    Point
+	Action   Action
+	Nth      int    // 1-based
+	Table    string // "schema.table"; empty: every table, counted together
+	Activity string // ActivityStart only: the activity type, e.g. "LoadTable"
 }
 
 // String returns the fault in the syntax of SLUICE_FAULTS.
@@ -43,11 +45,15 @@ func (f Fault) String() string {
 	if f.Table != "" {
 		s += ":" + f.Table
 	}
+	if f.Activity != "" {
+		s += ":" + f.Activity
+	}
 	return s
 }
 
-// Parse reads a SLUICE_FAULTS value: comma-separated POINT:ACTION[@N][:SCHEMA.TABLE]. Blank
-// entries are ignored. The error lists every malformed fault and what is allowed.
+// Parse reads a SLUICE_FAULTS value: comma-separated POINT:ACTION[@N][:SCHEMA.TABLE], or
+// activity.start:ACTION[@N]:ACTIVITYTYPE. Blank entries are ignored. The error lists every
+// malformed fault and what is allowed.
 func Parse(spec string) ([]Fault, error) {
 	var out []Fault
 	var errs []error
@@ -64,7 +70,7 @@ func Parse(spec string) ([]Fault, error) {
 		out = append(out, f)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w\n(syntax: POINT:ACTION[@N][:SCHEMA.TABLE], comma-separated; actions: kill, hang; points: %s)", err, pointList())
+		return nil, fmt.Errorf("%w\n(syntax: POINT:ACTION[@N][:SCHEMA.TABLE] or %s:ACTION[@N]:ACTIVITYTYPE, comma-separated; actions: kill, hang; points: %s)", err, ActivityStart, pointList())
 	}
 	return out, nil
 }
@@ -92,6 +98,13 @@ func parseFault(item string) (Fault, error) {
 		}
 		f.Nth = n
 	}
+	if f.Point == ActivityStart {
+		if len(parts) != 3 || !isActivityType(parts[2]) {
+			return Fault{}, fmt.Errorf("want %s:ACTION[@N]:ACTIVITYTYPE (an activity type such as LoadTable)", ActivityStart)
+		}
+		f.Activity = parts[2]
+		return f, nil
+	}
 	if len(parts) == 3 {
 		schema, name, ok := strings.Cut(parts[2], ".")
 		if !ok || schema == "" || name == "" || strings.Contains(name, ".") {
@@ -100,6 +113,21 @@ func parseFault(item string) (Fault, error) {
 		f.Table = parts[2]
 	}
 	return f, nil
+}
+
+// isActivityType reports whether s can be an activity type: a Go identifier, as the worker
+// registers its activities under their method names.
+func isActivityType(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		letter := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func pointList() string {
@@ -168,7 +196,7 @@ func (p *Points) fire(point Point, ref staging.BatchRef) (Action, bool) {
 	var action Action
 	fires := false
 	for i, f := range p.faults {
-		if f.Point != point || (f.Table != "" && f.Table != table) {
+		if f.Point != point || f.Activity != "" || (f.Table != "" && f.Table != table) {
 			continue
 		}
 		p.passes[i]++
@@ -206,4 +234,37 @@ func (p *Points) Hit(point Point, ref staging.BatchRef) {
 		select {}
 	}
 	p.Crash(point, ref)
+}
+
+// HitActivity is the start of an activity of type activityType (point ActivityStart): when a
+// fault armed there fires on this start, the process is SIGKILLed (kill) or the activity blocks
+// until the process ends (hang); either way HitActivity does not return.
+func (p *Points) HitActivity(activityType string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	var action Action
+	fires := false
+	for i, f := range p.faults {
+		if f.Point != ActivityStart || f.Activity != activityType {
+			continue
+		}
+		p.passes[i]++
+		if p.passes[i] == f.Nth {
+			action, fires = f.Action, true
+		}
+	}
+	p.mu.Unlock()
+	if !fires {
+		return
+	}
+	if action == Hang {
+		p.log.Error("fault injected: this activity hangs until the process is killed (testing hook "+EnvVar+")",
+			"point", string(ActivityStart), "activity", activityType, "faults", p.String())
+		select {}
+	}
+	p.log.Error("fault injected: killing this process with SIGKILL (testing hook "+EnvVar+")",
+		"point", string(ActivityStart), "activity", activityType, "faults", p.String())
+	p.crash()
 }

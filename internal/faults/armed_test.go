@@ -23,13 +23,13 @@ func TestParse(t *testing.T) {
 	}{
 		{"empty", "", nil, nil},
 		{"blanks", " , ", nil, nil},
-		{"default pass", "commit.before-write:kill", []Fault{{CommitBeforeWrite, Kill, 1, ""}}, nil},
+		{"default pass", "commit.before-write:kill", []Fault{{CommitBeforeWrite, Kill, 1, "", ""}}, nil},
 		{"pass and table", "commit.after-write:kill@3:public.items",
-			[]Fault{{CommitAfterWrite, Kill, 3, "public.items"}}, nil},
+			[]Fault{{CommitAfterWrite, Kill, 3, "public.items", ""}}, nil},
 		{"hang", "snapshot.after-write:hang@3:public.items",
-			[]Fault{{SnapshotAfterWrite, Hang, 3, "public.items"}}, nil},
+			[]Fault{{SnapshotAfterWrite, Hang, 3, "public.items", ""}}, nil},
 		{"several with spaces", "commit.after-ack:kill@2, commit.ack-before-write:kill@1:s.t",
-			[]Fault{{CommitAfterAck, Kill, 2, ""}, {CommitAckBeforeWrite, Kill, 1, "s.t"}}, nil},
+			[]Fault{{CommitAfterAck, Kill, 2, "", ""}, {CommitAckBeforeWrite, Kill, 1, "s.t", ""}}, nil},
 		{"unknown point lists the points", "commit.sometime:kill",
 			nil, []string{`fault 1 "commit.sometime:kill": unknown point "commit.sometime"`, "points: commit.before-write, commit.after-write"}},
 		{"unknown action", "commit.before-write:panic", nil, []string{`unknown action "panic": want kill or hang`}},
@@ -37,6 +37,10 @@ func TestParse(t *testing.T) {
 		{"pass not a number", "commit.before-write:kill@x", nil, []string{`pass "x"`}},
 		{"table without schema", "commit.before-write:kill@1:items", nil, []string{`table "items": want SCHEMA.TABLE`}},
 		{"no action", "commit.before-write", nil, []string{"want POINT:ACTION[@N][:SCHEMA.TABLE]"}},
+		{"activity start", "activity.start:kill@2:LoadTable",
+			[]Fault{{ActivityStart, Kill, 2, "", "LoadTable"}}, nil},
+		{"activity start without a type", "activity.start:kill", nil, []string{"want activity.start:ACTION[@N]:ACTIVITYTYPE"}},
+		{"activity start with a table", "activity.start:kill:public.items", nil, []string{"an activity type such as LoadTable"}},
 		{"every problem at once", "commit.x:kill,commit.before-write:kill,commit.after-write:kill@-1",
 			nil, []string{`fault 1 "commit.x:kill"`, `fault 3 "commit.after-write:kill@-1"`}},
 	}
@@ -119,6 +123,53 @@ func TestFires(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHitActivity checks which activity start fires, per activity type, and that activity
+// faults do not count commit passes nor commit faults activity starts.
+func TestHitActivity(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		spec   string
+		starts []string // activity types started, in order; "commit" is a pass of CommitBeforeWrite
+		want   []int    // indexes of the starts that crash
+	}{
+		{"first start", "activity.start:kill:LoadTable", []string{"TableSchema", "LoadTable", "LoadTable"}, []int{1}},
+		{"second start of its type", "activity.start:kill@2:CommitBatch",
+			[]string{"CommitBatch", "LoadTable", "commit", "CommitBatch", "CommitBatch"}, []int{3}},
+		{"commit faults ignore activity starts", "commit.before-write:kill@2",
+			[]string{"CommitBatch", "commit", "CommitBatch", "commit"}, []int{3}},
+		{"never started", "activity.start:kill:MaintainTable", []string{"CommitBatch", "commit"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := New(c.spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			crashes := 0
+			p.crash = func() { crashes++ }
+			var got []int
+			for i, s := range c.starts {
+				before := crashes
+				if s == "commit" {
+					p.Hit(CommitBeforeWrite, refOf("a.x"))
+				} else {
+					p.HitActivity(s)
+				}
+				if crashes > before {
+					got = append(got, i)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("crashed at starts %v, want %v", got, c.want)
+			}
+		})
+	}
+	var nilPoints *Points
+	nilPoints.HitActivity("LoadTable") // a worker without faults: no-op
 }
 
 // TestNilIsNoOp checks that an unarmed worker's nil Points never fires.

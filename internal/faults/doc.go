@@ -1,7 +1,8 @@
 // Package faults is a testing hook for the fault-injection suites: it lets a test make a worker
 // crash itself (SIGKILL, as the kernel's OOM killer or a power cut would, never a clean exit) at
-// a named point of the commit path, or break that path on purpose (a mutation) to prove the
-// suites can fail.
+// a named point of the commit path or as an activity of a given type starts (ActivityStart,
+// through the worker interceptor ActivityKiller), or break the commit path on purpose (a
+// mutation) to prove the suites can fail.
 //
 // The fault points exist only in a build with the faults tag (go build -tags faults), which the
 // end-to-end tests use for the workers they start (package tests, through localrun.Build). The
@@ -22,7 +23,11 @@
 //
 //	SLUICE_FAULTS=commit.before-write:kill@3:public.items
 //
-// kills the worker just before its third sink write of public.items. A mutation point
+// kills the worker just before its third sink write of public.items, and
+//
+//	SLUICE_FAULTS=activity.start:kill@2:LoadTable
+//
+// as it starts its second LoadTable activity (the argument is an activity type, not a table). A mutation point
 // (commit.ack-before-write) breaks the path at its pass and then kills the process.
 //
 // The worker parses the variable once at startup (New, faults tag only) and hands the resulting

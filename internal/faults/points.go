@@ -28,3 +28,17 @@ const (
 	// on a partly written snapshot whatever the machine's speed.
 	SnapshotAfterWrite Point = "snapshot.after-write"
 )
+
+// The point of every activity the worker runs.
+const (
+	// ActivityStart is the start of an activity of a given type on the worker (any activity the
+	// worker runs: TableSchema, CommitBatch, CopySnapshot, ReadStream, ...), before the activity's
+	// own code. Its argument is the activity type, not a table:
+	//
+	//	SLUICE_FAULTS=activity.start:kill@2:LoadTable
+	//
+	// kills the worker as it starts its second LoadTable. The recovery-time tests use it to lose a
+	// worker in every kind of activity. The hook is a worker interceptor that only a build with the
+	// faults tag has (ActivityKiller).
+	ActivityStart Point = "activity.start"
+)

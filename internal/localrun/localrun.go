@@ -130,6 +130,9 @@ func startTied(cmd *exec.Cmd, exited func(zombie bool)) (<-chan error, error) {
 // PID is the worker's process id.
 func (w *Worker) PID() int { return w.cmd.Process.Pid }
 
+// Done is closed once the worker has exited (however it ended) and was reaped.
+func (w *Worker) Done() <-chan struct{} { return w.done }
+
 // Stop asks the worker to shut down (SIGTERM) and waits for it; a worker that does not exit
 // within 30 seconds is killed with its process group. Stopping an exited worker returns nil
 // at once, so a test may kill a worker and still Stop it at cleanup.
