@@ -157,9 +157,9 @@ func (s tableSignals) config(schema batch.Schema) TableConfig {
 	return t
 }
 
-// SignalBatch delivers a staged batch to its table's workflow.
-func (s tableSignals) SignalBatch(ctx context.Context, schema batch.Schema, ref staging.BatchRef) error {
-	return s.starter.SignalBatch(ctx, s.config(schema), ref)
+// SignalBatches delivers staged batches to their table's workflow.
+func (s tableSignals) SignalBatches(ctx context.Context, schema batch.Schema, refs []staging.BatchRef) error {
+	return s.starter.SignalBatches(ctx, s.config(schema), refs)
 }
 
 // Resync asks the table's workflow to backfill again.

@@ -78,9 +78,10 @@ type TableStarter interface {
 	// last run failed (a poison batch) is left stopped: it is the operator's to resume. (Not
 	// sinks.Sink's EnsureTable, which creates the table's target.)
 	EnsureTableWorkflow(ctx context.Context, table TableConfig) error
-	// SignalBatch delivers ref to the table's workflow, starting the workflow when it is not
-	// running (but not restarting a failed one, whose next run reloads ref from staging).
-	SignalBatch(ctx context.Context, table TableConfig, ref staging.BatchRef) error
+	// SignalBatches delivers refs (in the order they were staged) to the table's workflow in
+	// one signal, starting the workflow when it is not running (but not restarting a failed
+	// one, whose next run reloads them from staging).
+	SignalBatches(ctx context.Context, table TableConfig, refs []staging.BatchRef) error
 	// Resync asks the table's workflow to discard its target and backfill it again (the
 	// reader's answer to a TRUNCATE, the operator's to a lost staged batch), starting a new run
 	// when none runs: a TRUNCATE of a failed table must not stall the reader of every table.

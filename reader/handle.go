@@ -55,7 +55,7 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 	return nil
 }
 
-// tick cuts the batches whose MaxWait passed.
+// tick cuts the batches whose MaxWait passed and sends the signals that are due.
 func (r *run) tick(ctx context.Context, now time.Time) error {
 	for name, t := range r.tables {
 		if t.buf.Len() == 0 {
@@ -71,7 +71,7 @@ func (r *run) tick(ctx context.Context, now time.Time) error {
 		t.pending = t.buf.Len() > 0 // a Tick cuts everything buffered
 		r.held.setBuffered(name, t.first, t.pending)
 	}
-	return nil
+	return r.signalDue(ctx, now)
 }
 
 // flushCaughtUp stages every table's buffer once the backlog a run started with has been read
@@ -87,7 +87,7 @@ func (r *run) flushCaughtUp(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return r.signalAll(ctx)
 }
 
 // flush stages everything a table has buffered.
@@ -123,6 +123,9 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 	if err := r.flush(ctx, t); err != nil {
 		return err
 	}
+	if err := r.signal(ctx, t); err != nil { // its batches under the old schema, first
+		return err
+	}
 	r.log.Warn("table schema changed", "table", e.Table.String(), "pos", e.Pos.String(),
 		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped)
 	if err := t.setSchema(e.New); err != nil {
@@ -152,6 +155,9 @@ func (r *run) truncated(ctx context.Context, e *source.TruncateEvent) error {
 		return nil
 	}
 	if err := r.flush(ctx, t); err != nil {
+		return err
+	}
+	if err := r.signal(ctx, t); err != nil { // what it staged before the TRUNCATE, first
 		return err
 	}
 	r.log.Warn("table truncated: resyncing it from a new snapshot", "table", e.Table.String(), "pos", e.Pos.String())
@@ -196,28 +202,24 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 		}
 		ref := staging.BatchRef{Pipeline: r.cfg.Pipeline, Table: c.Table, Lo: lo, Hi: hi, Rows: int64(len(rows)),
 			Bytes: int64(buf.Len()), Phase: c.Phase, FirstCommit: rows[0].CommitTS}
-		staged, err := r.stageBatch(ctx, t, ref, &buf)
+		staged, err := r.stageBatch(ctx, ref, &buf)
 		if err != nil {
 			return fmt.Errorf("staging batch %s of table %s: %w", ref.Range(), c.Table, err)
 		}
 		r.held.addStaged(staged, r.now())
+		if err := r.queueSignal(ctx, t, staged); err != nil {
+			return err
+		}
 		r.result.Batches++
 		r.result.Rows += int64(len(rows))
 	}
 	return nil
 }
 
-// stageBatch stages one batch file and signals its table. The file is staged before the signal,
-// so a table never holds a ref to nothing; a crash between the two leaves a staged file that the
-// table's next load finds. Idempotent: the same range re-staged overwrites, and the table
-// de-duplicates refs.
-func (r *run) stageBatch(ctx context.Context, t *table, ref staging.BatchRef, data *bytes.Buffer) (staging.BatchRef, error) {
-	staged, err := r.deps.Store.Put(ctx, ref, data)
-	if err != nil {
-		return staging.BatchRef{}, err
-	}
-	if err := r.deps.Tables.SignalBatch(ctx, t.schema, staged); err != nil {
-		return staging.BatchRef{}, fmt.Errorf("signalling table %s of batch %s: %w", t.schema.Table, staged.Range(), err)
-	}
-	return staged, nil
+// stageBatch stages one batch file; stage then queues its signal to the table (queueSignal).
+// The file is staged before the signal, so a table never holds a ref to nothing; a crash between
+// the two leaves a staged file that holds the slot, which the next run reads and signals again.
+// Idempotent: the same range re-staged overwrites, and the table de-duplicates refs.
+func (r *run) stageBatch(ctx context.Context, ref staging.BatchRef, data *bytes.Buffer) (staging.BatchRef, error) {
+	return r.deps.Store.Put(ctx, ref, data)
 }

@@ -74,8 +74,9 @@ type Store interface {
 // changes with the stream's SchemaEvents. Both methods are idempotent and safe for concurrent
 // use.
 type Tables interface {
-	// SignalBatch delivers a staged batch to its table, starting the table when it does not run.
-	SignalBatch(ctx context.Context, schema batch.Schema, ref staging.BatchRef) error
+	// SignalBatches delivers staged batches (in the order they were staged) to their table in
+	// one signal, starting the table when it does not run.
+	SignalBatches(ctx context.Context, schema batch.Schema, refs []staging.BatchRef) error
 	// Resync asks the table to discard its target and backfill it again from a new snapshot.
 	Resync(ctx context.Context, schema batch.Schema) error
 }
@@ -102,6 +103,9 @@ type Result struct {
 	Confirmed batch.SourcePosition // the slot is confirmed up to here
 	Batches   int64
 	Rows      int64
+	// Signals is how many signals delivered the batches to their tables (several batches of a
+	// table staged close together share one).
+	Signals int64
 }
 
 // Read streams the pipeline's slot until cfg.RunFor passes (a clean end: nil), ctx ends or a
@@ -144,6 +148,10 @@ type table struct {
 	rec     *batch.RecordBuilder
 	first   batch.Position
 	pending bool
+	// unsignalled are staged batches not yet signalled to the table (in staging order), and
+	// signalled when the table's last signal was sent: see queueSignal.
+	unsignalled []staging.BatchRef
+	signalled   time.Time
 }
 
 // tickEvery is how often the reader checks its buffers for batches whose MaxWait has passed: a
@@ -262,6 +270,16 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		}
 	})
 	err = g.Wait()
+	if ctx.Err() == nil && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
+		// A clean end signals what it staged, so the tables need not wait for the next run to
+		// read it again. (After a failure the next run re-reads and re-signals it: a staged batch
+		// holds the slot until its table commits it.)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalAtEnd)
+		if serr := r.signalAll(sctx); serr != nil {
+			r.log.Warn("signalling the last staged batches; the next run reads them again", "err", serr)
+		}
+		cancel()
+	}
 	r.result.Confirmed = batch.SourcePosition{Source: r.cfg.Source, Position: batch.Position{LSN: stream.Confirmed()}}
 	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return r.result, nil // RunFor passed: buffered changes are re-read by the next run

@@ -90,12 +90,12 @@ func (f *fakeFetcher) Close(context.Context) error { f.closed = true; return nil
 
 // fakeTables is a Tables whose methods are the test's functions.
 type fakeTables struct {
-	signal func(ctx context.Context, schema batch.Schema, ref staging.BatchRef) error
+	signal func(ctx context.Context, schema batch.Schema, refs []staging.BatchRef) error
 	resync func(ctx context.Context, schema batch.Schema) error
 }
 
-func (f *fakeTables) SignalBatch(ctx context.Context, schema batch.Schema, ref staging.BatchRef) error {
-	return f.signal(ctx, schema, ref)
+func (f *fakeTables) SignalBatches(ctx context.Context, schema batch.Schema, refs []staging.BatchRef) error {
+	return f.signal(ctx, schema, refs)
 }
 
 func (f *fakeTables) Resync(ctx context.Context, schema batch.Schema) error {
@@ -169,6 +169,28 @@ func TestReadStagesBatchesAndConfirmsOnlyWhatNoTableHolds(t *testing.T) {
 			wantLog:     []string{"put orders 10..11 2 rows", "signal orders 10..11"},
 			wantSafe:    heldAt(12),
 			wantBatches: 1, wantRows: 2, wantPos: 12,
+		},
+		{
+			name:   "batches of a table staged within signalEvery share a signal, sent when due or at the run's end",
+			limits: batch.Limits{MaxRows: 1},
+			steps: []runStep{
+				{ev: insert("orders", 10)}, // the table's first signal goes at once
+				{ev: insert("orders", 11)},
+				{ev: insert("orders", 12)},
+				{ev: &source.ProgressEvent{}},                        // not due yet
+				{advance: signalEvery, ev: &source.ProgressEvent{}},  // due: 11 and 12 together
+				{ev: insert("orders", 13)},                           // waits for the next due time
+				{advance: signalEvery, ev: insert("orders", 14)},     // due: 13 and 14 at once
+				{ev: insert("orders", 15), safe: safeIs(heldAt(10))}, // sent at the run's clean end
+			},
+			wantLog: []string{
+				"put orders 10..10 1 rows", "signal orders 10..10",
+				"put orders 11..11 1 rows", "put orders 12..12 1 rows", "signal orders 11..11, 12..12",
+				"put orders 13..13 1 rows", "put orders 14..14 1 rows", "signal orders 13..13, 14..14",
+				"put orders 15..15 1 rows", "signal orders 15..15",
+			},
+			wantSafe:    heldAt(10),
+			wantBatches: 6, wantRows: 6,
 		},
 		{
 			name:   "a batch of one row is held from its cut until its table acknowledges it",
@@ -333,11 +355,15 @@ func TestReadStagesBatchesAndConfirmsOnlyWhatNoTableHolds(t *testing.T) {
 				return store.add(ref), nil
 			}
 			tables := &fakeTables{
-				signal: func(_ context.Context, schema batch.Schema, ref staging.BatchRef) error {
-					record(fmt.Sprintf("signal %s %d..%d", schema.Table.Name, ref.Lo.Position.LSN, ref.Hi.Position.LSN))
-					if ref.URI == "" {
-						t.Errorf("batch %s signalled before it was staged", ref.Range())
+				signal: func(_ context.Context, schema batch.Schema, refs []staging.BatchRef) error {
+					ranges := make([]string, len(refs))
+					for i, ref := range refs {
+						ranges[i] = fmt.Sprintf("%d..%d", ref.Lo.Position.LSN, ref.Hi.Position.LSN)
+						if ref.URI == "" {
+							t.Errorf("batch %s signalled before it was staged", ref.Range())
+						}
 					}
+					record(fmt.Sprintf("signal %s %s", schema.Table.Name, strings.Join(ranges, ", ")))
 					return tt.signErr
 				},
 				resync: func(_ context.Context, schema batch.Schema) error {

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -307,12 +308,17 @@ func TestTableWorkflowLongPauseWithinBudget(t *testing.T) {
 			if st := queryStatus(t, env); !st.Paused || st.Phase == StateStream {
 				t.Errorf("while paused: status %+v", st)
 			}
-			r := ref(uint64(sent*10+1), uint64(sent*10+10))
-			w.mu.Lock()
-			w.staged[r.URI] = r
-			w.mu.Unlock()
-			sent++
-			env.SignalWorkflow(SignalBatch, r)
+			// The reader coalesces: a few batches a signal.
+			var refs []staging.BatchRef
+			for range min(3, signalled-sent) {
+				r := ref(uint64(sent*10+1), uint64(sent*10+10))
+				w.mu.Lock()
+				w.staged[r.URI] = r
+				w.mu.Unlock()
+				sent++
+				refs = append(refs, r)
+			}
+			env.SignalWorkflow(SignalBatches, refs)
 			env.RegisterDelayedCallback(tick, time.Second)
 		}
 		env.RegisterDelayedCallback(tick, time.Second)
@@ -320,8 +326,8 @@ func TestTableWorkflowLongPauseWithinBudget(t *testing.T) {
 	if !temporal.IsCanceledError(err) {
 		t.Fatalf("last run ended with %v, want the test's cancellation", err)
 	}
-	if len(runs) < 3 {
-		t.Errorf("the pause took %d runs; want it to continue as new several times", len(runs))
+	if len(runs) < 2 {
+		t.Errorf("the pause took %d runs; want it to continue as new", len(runs))
 	}
 	checkApplied(t, w, want)
 	checkBudget(t, runs, w.maxResultOf())
@@ -355,4 +361,26 @@ func TestTableWorkflowListingFailureRetriesAndSkipsNothing(t *testing.T) {
 // appliedAs is how the world records a batch applied whole: "lo..hi".
 func appliedAs(r staging.BatchRef) string {
 	return fmt.Sprintf("%d..%d", r.Lo.Position.LSN, r.Hi.Position.LSN)
+}
+
+// TestSignalPayloadWithinBudget checks that the reader's fullest coalesced signal (MaxSignalRefs
+// refs of the longest kind: a staging URI under a deep prefix, every field set) stays well inside
+// the payload budget.
+func TestSignalPayloadWithinBudget(t *testing.T) {
+	t.Parallel()
+	refs := make([]staging.BatchRef, reader.MaxSignalRefs)
+	for i := range refs {
+		r := ref(uint64(1<<40+i*1000), uint64(1<<40+i*1000+999))
+		r.URI = "s3://a-bucket-name-of-some-length/and/a/deep/prefix/for/the/staging/area/" + r.URI
+		r.Bytes, r.FirstCommit = 64<<20, time.Date(2026, 12, 1, 0, 0, 0, 123456789, time.UTC)
+		refs[i] = r
+	}
+	b, err := json.Marshal(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > MaxPayloadBytes/4 {
+		t.Errorf("a signal of %d refs is %d bytes of JSON; want at most a quarter of the %d-byte payload budget", len(refs), len(b), MaxPayloadBytes)
+	}
+	t.Logf("a full signal: %d refs, %d bytes", len(refs), len(b))
 }

@@ -74,26 +74,38 @@ func (t Tables) EnsureTableWorkflow(ctx context.Context, table activities.TableC
 	return nil
 }
 
-// SignalBatch delivers ref to the table's workflow: a signal when it runs, signal-with-start
-// when it does not. A table whose last run failed is not restarted: ref stays staged and the
-// run the operator resumes loads it from staging.
-func (t Tables) SignalBatch(ctx context.Context, table activities.TableConfig, ref staging.BatchRef) error {
+// SignalBatches delivers refs (staged in this order) to the table's workflow in one signal: a
+// signal when it runs, signal-with-start when it does not. A table whose last run failed is
+// not restarted: the refs stay staged and the run the operator resumes loads them from staging.
+func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig, refs []staging.BatchRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	what := refsRange(refs)
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
-	err := t.Client.SignalWorkflow(ctx, opts.ID, "", SignalBatch, ref)
+	err := t.Client.SignalWorkflow(ctx, opts.ID, "", SignalBatches, refs)
 	var notFound *serviceerror.NotFound
 	if err == nil || !errors.As(err, &notFound) {
 		if err != nil {
-			return fmt.Errorf("signalling batch %s to workflow %s: %w", ref.Range(), opts.ID, err)
+			return fmt.Errorf("signalling %s to workflow %s: %w", what, opts.ID, err)
 		}
 		return nil
 	}
 	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
 		return err
 	}
-	if err := t.signalWithStart(ctx, opts, table, SignalBatch, ref); err != nil {
-		return fmt.Errorf("signalling batch %s to workflow %s: %w", ref.Range(), opts.ID, err)
+	if err := t.signalWithStart(ctx, opts, table, SignalBatches, refs); err != nil {
+		return fmt.Errorf("signalling %s to workflow %s: %w", what, opts.ID, err)
 	}
 	return nil
+}
+
+// refsRange names signalled refs in an error: "batch lo..hi" or "N batches lo..hi".
+func refsRange(refs []staging.BatchRef) string {
+	if len(refs) == 1 {
+		return "batch " + refs[0].Range()
+	}
+	return fmt.Sprintf("%d batches %s..%s", len(refs), refs[0].Lo.Position, refs[len(refs)-1].Hi.Position)
 }
 
 // Resume sends resume to the table's workflow with signal-with-start: a paused run resumes; a

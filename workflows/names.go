@@ -19,7 +19,12 @@ const (
 
 // Signal names.
 const (
-	// SignalBatch delivers a staging.BatchRef to a TableWorkflow.
+	// SignalBatches delivers staged batches ([]staging.BatchRef, in the order the reader staged
+	// them) to a TableWorkflow: the reader coalesces a table's refs into one signal (at most
+	// reader.MaxSignalRefs), so a backlog costs a few history events per signal, not per batch.
+	SignalBatches = "batches"
+	// SignalBatch delivers one staging.BatchRef to a TableWorkflow: what readers sent before
+	// SignalBatches. Still received, for signals in flight from a reader of an earlier version.
 	SignalBatch = "batch"
 	// SignalPause stops committing after the current batch; refs keep queueing.
 	SignalPause = "pause"

@@ -8,22 +8,30 @@ import (
 
 // tableSignals receives a TableWorkflow's signals into its state.
 type tableSignals struct {
-	batch, pause, resume, resync workflow.ReceiveChannel
+	batch, batches, pause, resume, resync workflow.ReceiveChannel
 	sel                          workflow.Selector
 }
 
 func newTableSignals(ctx workflow.Context, t *table) *tableSignals {
 	s := &tableSignals{
-		batch:  workflow.GetSignalChannel(ctx, SignalBatch),
-		pause:  workflow.GetSignalChannel(ctx, SignalPause),
-		resume: workflow.GetSignalChannel(ctx, SignalResume),
-		resync: workflow.GetSignalChannel(ctx, SignalResync),
-		sel:    workflow.NewSelector(ctx),
+		batch:   workflow.GetSignalChannel(ctx, SignalBatch),
+		batches: workflow.GetSignalChannel(ctx, SignalBatches),
+		pause:   workflow.GetSignalChannel(ctx, SignalPause),
+		resume:  workflow.GetSignalChannel(ctx, SignalResume),
+		resync:  workflow.GetSignalChannel(ctx, SignalResync),
+		sel:     workflow.NewSelector(ctx),
 	}
 	s.sel.AddReceive(s.batch, func(c workflow.ReceiveChannel, _ bool) {
 		var ref staging.BatchRef
 		c.Receive(ctx, &ref)
 		t.takeRef(ctx, ref)
+	})
+	s.sel.AddReceive(s.batches, func(c workflow.ReceiveChannel, _ bool) {
+		var refs []staging.BatchRef
+		c.Receive(ctx, &refs)
+		for _, ref := range refs {
+			t.takeRef(ctx, ref)
+		}
 	})
 	s.sel.AddReceive(s.pause, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -48,6 +56,15 @@ func (s *tableSignals) drain(ctx workflow.Context, t *table) {
 			break
 		}
 		t.takeRef(ctx, ref)
+	}
+	for {
+		var refs []staging.BatchRef
+		if !s.batches.ReceiveAsync(&refs) {
+			break
+		}
+		for _, ref := range refs {
+			t.takeRef(ctx, ref)
+		}
 	}
 	for s.pause.ReceiveAsync(nil) {
 		t.paused = true
