@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -99,7 +101,86 @@ func (s *Store) ListPipeline(ctx context.Context, pipeline string) ([]BatchRef, 
 	return refs, nil
 }
 
+// list lists the batch files under prefix, ordered by table then Compare.
 func (s *Store) list(ctx context.Context, prefix string, withAttrs bool) ([]BatchRef, error) {
+	var refs []BatchRef
+	var err error
+	if s.dir != "" {
+		refs, err = s.listDir(ctx, prefix, withAttrs)
+	} else {
+		refs, err = s.listOnce(ctx, prefix, withAttrs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(refs, func(a, b BatchRef) int {
+		if c := cmp.Compare(a.Table.String(), b.Table.String()); c != 0 {
+			return c
+		}
+		return Compare(a, b)
+	})
+	return refs, nil
+}
+
+// listDir lists a local store by walking its directory. A file acknowledged while the walk runs
+// vanishes between the directory read and its stat; it is left out, as a listing a moment later
+// would (the bucket's own listing fails on it instead, and the reader's listings run while tables
+// acknowledge batches). Names are the object keys, as the bucket stores them, unless one holds
+// the bucket's escape marker "__0x": such a tree is listed through the bucket.
+func (s *Store) listDir(ctx context.Context, prefix string, withAttrs bool) ([]BatchRef, error) {
+	root := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	var refs []BatchRef
+	escaped := false
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // vanished (or nothing staged under prefix yet)
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), fileSuffix) {
+			return nil
+		}
+		rel, err := filepath.Rel(s.dir, path)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if strings.Contains(key, "__0x") {
+			escaped = true
+			return filepath.SkipAll
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // acknowledged meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		ref, err := s.refFromListing(ctx, &blob.ListObject{Key: key, Size: info.Size()}, withAttrs)
+		if errors.Is(err, ErrNotFound) {
+			return nil // acknowledged between the stat and the metadata read
+		}
+		if err != nil {
+			return err
+		}
+		refs = append(refs, ref)
+		return nil
+	})
+	if escaped {
+		return s.listOnce(ctx, prefix, withAttrs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing staging directory %s: %w", root, err)
+	}
+	return refs, nil
+}
+
+// listOnce lists through the bucket (S3, or a local tree whose names the bucket escaped).
+func (s *Store) listOnce(ctx context.Context, prefix string, withAttrs bool) ([]BatchRef, error) {
 	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
 	var refs []BatchRef
 	for {
@@ -120,12 +201,6 @@ func (s *Store) list(ctx context.Context, prefix string, withAttrs bool) ([]Batc
 		}
 		refs = append(refs, ref)
 	}
-	slices.SortStableFunc(refs, func(a, b BatchRef) int {
-		if c := cmp.Compare(a.Table.String(), b.Table.String()); c != 0 {
-			return c
-		}
-		return Compare(a, b)
-	})
 	return refs, nil
 }
 

@@ -38,6 +38,7 @@ const (
 type Store struct {
 	bucket *blob.Bucket
 	base   string // URI of the store's root, ending in '/': file:///dir/ or s3://bucket/prefix/
+	dir    string // a local store's directory ("" for S3): listed by walking it (listDir)
 }
 
 // OpenDir opens a staging store in a local directory, creating it when missing. A local store
@@ -57,7 +58,7 @@ func OpenDir(_ context.Context, dir string) (*Store, error) {
 		return nil, fmt.Errorf("opening staging directory %s: %w", abs, err)
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs) + "/"}
-	return &Store{bucket: b, base: u.String()}, nil
+	return &Store{bucket: b, base: u.String(), dir: abs}, nil
 }
 
 // S3Config locates a staging store in an S3-compatible bucket.

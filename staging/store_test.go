@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 
@@ -215,6 +216,51 @@ func TestOpenURL(t *testing.T) {
 			defer st.Close()
 			if st.URI() != tt.wantURI {
 				t.Fatalf("URI %s, want %s", st.URI(), tt.wantURI)
+			}
+		})
+	}
+}
+
+// TestListPipelineWhileBatchesAreAcknowledged lists a pipeline while its batches are being
+// acknowledged, as the reader's held tracker does while tables commit: a file that vanishes
+// during the listing must not fail it (a local store's listing stats every entry it read).
+func TestListPipelineWhileBatchesAreAcknowledged(t *testing.T) {
+	t.Parallel()
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			const n = 600
+			refs := make([]BatchRef, n)
+			for i := range refs {
+				r, err := st.Put(ctx, ref(fmt.Sprintf("t%d", i%7), uint64(i*10+1), uint64(i*10+9)), bytes.NewBufferString("rows"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				refs[i] = r
+			}
+			done := make(chan error, 1)
+			go func() {
+				for _, r := range refs {
+					if err := st.Acknowledge(ctx, r); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			for listed := n; listed > 0; {
+				got, err := st.ListPipeline(ctx, "p1")
+				if err != nil {
+					t.Fatalf("listing while batches are acknowledged: %v", err)
+				}
+				if len(got) > listed {
+					t.Fatalf("listed %d batches after %d: acknowledged batches came back", len(got), listed)
+				}
+				listed = len(got)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
