@@ -186,6 +186,9 @@ func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
 	}
 	t.Logf("%s: %d runs, %d events in all (%.2f per committed batch), at most %d events and %d history bytes in a run, %d CommitBatch activities, largest event %d bytes",
 		id, runs, events, float64(events)/float64(max(aDone.Batches, 1)), maxEvents, maxBytes, commits, largest)
+	if maxBytes > workflows.MaxRunHistoryBytes {
+		t.Errorf("a run of %d history bytes: over the budget of %d", maxBytes, workflows.MaxRunHistoryBytes)
+	}
 	if largest > workflows.MaxPayloadBytes {
 		t.Errorf("an event of %d bytes: over the payload budget of %d", largest, workflows.MaxPayloadBytes)
 	}

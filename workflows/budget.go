@@ -35,6 +35,14 @@ const (
 	// ContinueAsNewAtEvents is the history length at which a run hands over to the next
 	// (TableOptions.MaxHistoryEvents may set it lower, never higher).
 	ContinueAsNewAtEvents = 8_000
+	// MaxRunHistoryBytes is the most bytes of history one run may have. Temporal warns at
+	// 10 MiB and terminates a run at 50 MiB. Coalesced signals carry up to 64 refs (about 35 KB)
+	// each, so a paused or failing table's run can reach it in events well under
+	// ContinueAsNewAtEvents: a run hands over at ContinueAsNewAtBytes.
+	MaxRunHistoryBytes = 8 << 20
+	// ContinueAsNewAtBytes is the history size at which a run hands over to the next (the
+	// server also suggests it, at 4 MB by default; this holds whatever the server's setting).
+	ContinueAsNewAtBytes = 4 << 20
 	// WindowRefs is the most staged-batch refs a TableWorkflow holds, and a listing returns.
 	WindowRefs = 256
 	// WindowBytes bounds the JSON of one listed window (a ref is about 600 bytes).

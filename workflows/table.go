@@ -264,7 +264,10 @@ func (t *table) continueAsNewDue(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return t.commits >= t.opts.MaxCommitsPerRun ||
 		info.GetCurrentHistoryLength() >= t.opts.MaxHistoryEvents ||
-		info.GetContinueAsNewSuggested()
+		info.GetContinueAsNewSuggested() ||
+		// Asked only when due, so runs recorded before the bytes budget replay unchanged.
+		info.GetCurrentHistorySize() >= ContinueAsNewAtBytes &&
+			workflow.GetVersion(ctx, "continue-at-history-bytes", workflow.DefaultVersion, 1) == 1
 }
 
 // next is the input of the run this one continues as.
