@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -31,6 +32,8 @@ type Commit struct {
 	HeartbeatEvery time.Duration
 	// Faults are the testing hooks of SLUICE_FAULTS (package internal/faults); nil in production.
 	Faults *faults.Points
+	// Metrics records commits, positions and maintenance runs; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // EnsureTable creates or evolves the table's target in its sink. It is idempotent. A target
@@ -117,13 +120,14 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	}
 	stop := a.heartbeat(ctx, g.Range())
 	defer stop()
+	start := time.Now()
 
 	sink, err := a.Sinks.Sink(ctx, in.Table.Sink)
 	if err != nil {
 		return CommitBatchResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, in.Table.Table(), err)
 	}
 	for try := 1; ; try++ {
-		res, err := a.commitGroup(ctx, sink, in.Table, g)
+		res, err := a.commitGroup(ctx, sink, in.Table, g, start)
 		if !errors.Is(err, errCommittedMeanwhile) {
 			return res, err
 		}
@@ -135,8 +139,9 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBa
 	}
 }
 
-// commitGroup is one attempt of CommitBatch, from reading the sink's position.
-func (a *Commit) commitGroup(ctx context.Context, sink sinks.Sink, table TableConfig, g group) (CommitBatchResult, error) {
+// commitGroup is one attempt of CommitBatch, from reading the sink's position; the activity
+// started at start (for the commit duration metric).
+func (a *Commit) commitGroup(ctx context.Context, sink sinks.Sink, table TableConfig, g group, start time.Time) (CommitBatchResult, error) {
 	pos, ok, err := sink.Position(ctx, table.Spec)
 	if err != nil {
 		return CommitBatchResult{}, fmt.Errorf("reading committed position of table %s: %w", table.Table(), err)
@@ -155,6 +160,7 @@ func (a *Commit) commitGroup(ctx context.Context, sink sinks.Sink, table TableCo
 			return CommitBatchResult{}, err
 		}
 		res.Position, res.Skipped = pos, !r.loaded
+		a.Metrics.Commit(table.Pipeline, table.Table().String(), len(done), nil, time.Since(start), pos.Position.LSN)
 		return res, nil
 	}
 	rec, err := batch.ConcatRecords(a.mem(), r.parts)
@@ -195,6 +201,7 @@ func (a *Commit) commitGroup(ctx context.Context, sink sinks.Sink, table TableCo
 	activity.GetLogger(ctx).Info("committed batch", "table", first.Table.String(), "lo", r.lo.Position.String(),
 		"hi", r.at.Position.String(), "batches", len(done), "rows", rec.NumRows(), "dropped", res.Dropped, "collapsed", res.Collapsed)
 	res.Position, res.Rows = r.at, rec.NumRows()
+	a.Metrics.Commit(table.Pipeline, table.Table().String(), len(done), batch.CountOps(rec), time.Since(start), r.at.Position.LSN)
 	if evolved {
 		res.Schema = &spec.Schema
 	}

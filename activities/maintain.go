@@ -44,6 +44,7 @@ func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (MaintainRes
 
 	start := time.Now()
 	rep, err := m.Maintain(ctx, in.Spec)
+	a.Metrics.Maintained(in.Pipeline, in.Table().String(), time.Since(start), err)
 	if err := sinkErrorAs(in, "maintaining target", ErrTypeMaintenanceFailed,
 		"commits go on, the next maintenance runs after the configured number of commits", err); err != nil {
 		return MaintainResult{}, err

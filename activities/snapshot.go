@@ -15,6 +15,7 @@ import (
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
 )
@@ -37,6 +38,8 @@ type Snapshot struct {
 	// Faults are the testing hooks of SLUICE_FAULTS (package internal/faults); nil in production
 	// and empty in a build without the faults tag.
 	Faults *faults.Points
+	// Metrics records backfill progress; nil records nothing.
+	Metrics *metrics.Metrics
 
 	mu   sync.Mutex
 	open map[string]*backfill.Session // by exported snapshot name
@@ -88,6 +91,7 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 		_ = snap.Close(context.WithoutCancel(ctx))
 		return SnapshotInfo{}, sourceError("estimating the rows of table "+in.Table.Table().String(), err)
 	}
+	a.Metrics.BackfillStarted(in.Table.Pipeline, in.Table.Table().String(), est)
 	a.mu.Lock()
 	if a.open == nil {
 		a.open = map[string]*backfill.Session{}
@@ -229,6 +233,9 @@ func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.Rec
 		return fmt.Errorf("opening sink %s for table %s: %w", t.Sink.Name, t.Table(), err)
 	}
 	err = sink.Apply(ctx, sinks.Batch{Spec: t.Spec, Phase: batch.PhaseSnapshot, Record: rec, Lo: hi, Hi: hi})
+	if err == nil && rec != nil {
+		a.Metrics.BackfillCopied(t.Pipeline, t.Table().String(), rec.NumRows())
+	}
 	return sinkError(t, "writing snapshot rows into", err)
 }
 

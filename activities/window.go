@@ -61,6 +61,9 @@ func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (LoadTableRes
 	if err != nil {
 		return LoadTableResult{}, err
 	}
+	if ok {
+		a.Metrics.Committed(in.Pipeline, in.Table().String(), pos.Position.LSN)
+	}
 	w, err := a.window(ctx, in.TableConfig, pos, ok, in.Window)
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("loading table %s: %w", in.Table(), err)

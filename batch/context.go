@@ -147,3 +147,23 @@ func RowPositions(rec arrow.RecordBatch) ([]Position, error) {
 	}
 	return out, nil
 }
+
+// CountOps counts the rows of rec by their __op value (insert, update, delete, snapshot-read).
+// A record without the column counts nothing.
+func CountOps(rec arrow.RecordBatch) map[string]int64 {
+	idx := rec.Schema().FieldIndices(ColOp)
+	if len(idx) == 0 {
+		return nil
+	}
+	col, ok := rec.Column(idx[0]).(*array.String)
+	if !ok {
+		return nil
+	}
+	n := map[string]int64{}
+	for i := range col.Len() {
+		if col.IsValid(i) {
+			n[col.Value(i)]++
+		}
+	}
+	return n
+}

@@ -20,6 +20,7 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 		if !ok {
 			return nil
 		}
+		r.messages++
 		before := t.buf.Len()
 		var err error
 		r.cuts, err = t.buf.Add(r.cuts[:0], e.Change, now)
@@ -38,7 +39,10 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 		r.held.setBuffered(e.Table, t.first, t.pending)
 	case *source.CommitEvent:
 		r.result.Position.Position = batch.Position{LSN: e.LSN}
+		r.reading.Store(e.LSN)
 	case *source.ProgressEvent:
+		r.deps.Metrics.Read(r.cfg.Pipeline, r.messages, r.staged)
+		r.messages, r.staged = 0, 0
 		if r.deps.Heartbeat != nil {
 			r.deps.Heartbeat(ctx, r.result)
 		}
@@ -207,6 +211,7 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 			return fmt.Errorf("staging batch %s of table %s: %w", ref.Range(), c.Table, err)
 		}
 		r.held.addStaged(staged, r.now())
+		r.staged += staged.Bytes
 		if err := r.queueSignal(ctx, t, staged); err != nil {
 			return err
 		}

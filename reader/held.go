@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -30,6 +31,7 @@ type held struct {
 	buffered map[batch.TableName]batch.Position // first buffered change per table
 	staged   map[string]stagedAt                // this run's batches by URI
 	listed   []batch.Position                   // lows of the last listing
+	seen     map[string]time.Time               // when this run staged or first listed each listed batch
 }
 
 type stagedAt struct {
@@ -39,7 +41,8 @@ type stagedAt struct {
 
 // newHeld returns an empty tracker that reads the time from now.
 func newHeld(now func() time.Time) *held {
-	return &held{now: now, buffered: map[batch.TableName]batch.Position{}, staged: map[string]stagedAt{}}
+	return &held{now: now, buffered: map[batch.TableName]batch.Position{}, staged: map[string]stagedAt{},
+		seen: map[string]time.Time{}}
 }
 
 // setBuffered records the first buffered change of a table, or that none is buffered.
@@ -61,12 +64,13 @@ func (h *held) addStaged(ref staging.BatchRef, at time.Time) {
 }
 
 // refresh lists the pipeline's staged batches and forgets this run's batches that were
-// acknowledged since.
-func (h *held) refresh(ctx context.Context, store Lister, pipeline string) error {
+// acknowledged since. It returns what each table holds in staging, for the metrics: reading at
+// is the reader's position, from which a table's lag in WAL bytes is counted.
+func (h *held) refresh(ctx context.Context, store Lister, pipeline string, reading uint64) (map[string]metrics.TableHold, error) {
 	began := h.now()
 	refs, err := store.ListPipeline(ctx, pipeline)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	present := make(map[string]bool, len(refs))
 	lows := make([]batch.Position, 0, len(refs))
@@ -82,7 +86,29 @@ func (h *held) refresh(ctx context.Context, store Lister, pipeline string) error
 			delete(h.staged, uri)
 		}
 	}
-	return nil
+	seen := make(map[string]time.Time, len(refs))
+	holds := map[string]metrics.TableHold{}
+	for _, r := range refs {
+		at, ok := h.seen[r.URI]
+		if s, staged := h.staged[r.URI]; !ok && staged {
+			at, ok = s.at, true
+		}
+		if !ok {
+			at = began
+		}
+		seen[r.URI] = at
+		t := r.Table.String()
+		hold := holds[t]
+		hold.Batches++
+		hold.Bytes += r.Bytes
+		if reading > r.Lo.Position.LSN {
+			hold.LagBytes = max(hold.LagBytes, reading-r.Lo.Position.LSN)
+		}
+		hold.Age = max(hold.Age, began.Sub(at))
+		holds[t] = hold
+	}
+	h.seen = seen
+	return holds, nil
 }
 
 // safe is the source reader's SafeFunc: the lowest position held anywhere, and whether anything

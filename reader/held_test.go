@@ -155,7 +155,7 @@ func leftover(table string, lo uint64) heldStep {
 // list: the reader lists the staging store.
 func list() heldStep {
 	return heldStep{name: "list", lists: true, do: func(t *testing.T, w *heldWorld) {
-		if err := w.h.refresh(context.Background(), w.store, "p"); err != nil {
+		if _, err := w.h.refresh(context.Background(), w.store, "p", 0); err != nil {
 			t.Fatal(err)
 		}
 	}}
@@ -171,7 +171,7 @@ func stageDuringList(table string, lo uint64) heldStep {
 			return refs, nil
 		}
 		defer func() { w.store.list = nil }()
-		if err := w.h.refresh(context.Background(), w.store, "p"); err != nil {
+		if _, err := w.h.refresh(context.Background(), w.store, "p", 0); err != nil {
 			t.Fatal(err)
 		}
 	}}
@@ -182,7 +182,7 @@ func failedList() heldStep {
 	return heldStep{name: "listing fails", do: func(t *testing.T, w *heldWorld) {
 		w.store.list = func(context.Context, string) ([]staging.BatchRef, error) { return nil, errors.New("store down") }
 		defer func() { w.store.list = nil }()
-		if err := w.h.refresh(context.Background(), w.store, "p"); err == nil {
+		if _, err := w.h.refresh(context.Background(), w.store, "p", 0); err == nil {
 			t.Fatal("refresh of a failing store returned no error")
 		}
 	}}

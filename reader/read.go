@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -91,6 +93,9 @@ type Deps struct {
 	NewStream func(opts source.StreamOptions) (Stream, error)
 	// Heartbeat, when set, reports the run's progress at every ProgressEvent of the stream.
 	Heartbeat func(ctx context.Context, progress Result)
+	// Metrics records what the run reads and what each table holds in staging; nil records
+	// nothing.
+	Metrics *metrics.Metrics
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -138,6 +143,11 @@ type run struct {
 	// caughtUp is set at the first ProgressEvent.CaughtUp: the backlog the run started with has
 	// been read.
 	caughtUp bool
+	// reading is the LSN of the last commit read (the listing goroutine reads it for the lag).
+	reading atomic.Uint64
+	// messages and staged count changes received and bytes staged since the last tick, for the
+	// metrics (added there in one step, not per change).
+	messages, staged int64
 }
 
 // table is one table's buffer, collapser and record builder.
@@ -235,7 +245,7 @@ func (r *run) close(ctx context.Context) {
 
 // run streams until RunFor passes (a clean end: the workflow continues as new) or a failure.
 func (r *run) run(ctx context.Context) (Result, error) {
-	if err := r.held.refresh(ctx, r.deps.Store, r.cfg.Pipeline); err != nil {
+	if err := r.listStaged(ctx); err != nil {
 		return r.result, fmt.Errorf("listing staged batches of pipeline %s: %w", r.cfg.Pipeline, err)
 	}
 	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Safe: r.held.safe, Logger: r.log,
@@ -263,7 +273,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 			case <-gctx.Done():
 				return nil
 			case <-t.C:
-				if err := r.held.refresh(gctx, r.deps.Store, r.cfg.Pipeline); err != nil && gctx.Err() == nil {
+				if err := r.listStaged(gctx); err != nil && gctx.Err() == nil {
 					r.log.Warn("listing staged batches; the slot is confirmed from the last listing", "err", err)
 				}
 			}
@@ -297,7 +307,18 @@ func (r *run) run(ctx context.Context) (Result, error) {
 // update confirms what the tables committed since the previous listing (up to ListEvery ago): a
 // clean stop and restart then does not read those transactions from the slot again.
 func (r *run) refreshHeld(ctx context.Context) {
-	if err := r.held.refresh(ctx, r.deps.Store, r.cfg.Pipeline); err != nil {
+	if err := r.listStaged(ctx); err != nil {
 		r.log.Warn("listing staged batches before the last status update; the slot is confirmed from the previous listing", "err", err)
 	}
+}
+
+// listStaged lists the pipeline's staged batches for the held tracker and records what each
+// table holds in the metrics.
+func (r *run) listStaged(ctx context.Context) error {
+	holds, err := r.held.refresh(ctx, r.deps.Store, r.cfg.Pipeline, r.reading.Load())
+	if err != nil {
+		return err
+	}
+	r.deps.Metrics.Staged(r.cfg.Pipeline, holds)
+	return nil
 }
