@@ -261,7 +261,7 @@ func (db *testDB) tableRows(t *testing.T, schema batch.Schema) rowMap {
 		t.Fatal(err)
 	}
 	defer f.Close(ctx)
-	sql, err := chunkQuery(schema, false, 1<<30)
+	sql, err := chunkQuery(schema, "", false, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
