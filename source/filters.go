@@ -203,12 +203,14 @@ func filterProblems(t tableInfo, tc TableConfig, where rowFilter) []Problem {
 		}
 	}
 	if cols := columnListOf(t, tc); cols != nil {
+		var missing []string
 		for _, need := range []struct {
 			what  string
 			names []string
 		}{{"key column", keyColumns(t, tc.Key)}, {"replica identity column", identityColumns(t)}} {
 			for _, c := range need.names {
-				if _, ok := t.hasColumn(c); ok && !slices.Contains(cols, c) {
+				if _, ok := t.hasColumn(c); ok && !slices.Contains(cols, c) && !slices.Contains(missing, c) {
+					missing = append(missing, c)
 					ps = append(ps, Problem{Subject: subject,
 						Message: fmt.Sprintf("its column list leaves out %s %s: rows could not be addressed (and Postgres refuses UPDATE and DELETE on a table whose published columns miss its replica identity)", need.what, c),
 						Fix:     fmt.Sprintf("add %s to tables[].columns (or remove it from tables[].exclude_columns)", c)})
