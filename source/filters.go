@@ -72,7 +72,7 @@ func publishedColumns(cols []attr, tc TableConfig) []attr {
 	return out
 }
 
-// columnList returns the publication column list tc asks for on t (table order), or nil when
+// columnListOf returns the publication column list tc asks for on t (table order), or nil when
 // every column is published.
 func columnListOf(t tableInfo, tc TableConfig) []string {
 	if len(tc.Columns) == 0 && len(tc.ExcludeColumns) == 0 {
