@@ -89,7 +89,7 @@ func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, 
 		return batch.Schema{}, fmt.Errorf("connecting to the source of pipeline %s to read table %s: %w", in.Pipeline, in.Table(), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	schema, err := source.DiscoverSchema(ctx, conn, in.Table(), in.Key)
+	schema, err := source.DiscoverSchema(ctx, conn, cfg.Tables[0])
 	if err != nil {
 		return batch.Schema{}, sourceError("reading the schema of table "+in.Table().String(), err)
 	}
@@ -97,7 +97,7 @@ func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, 
 }
 
 // readSchemas fills in the columns of the tables that have none, from the source catalog over
-// one connection.
+// one connection. cfg.Tables are the tables' source settings (sourceConfig), in the same order.
 func readSchemas(ctx context.Context, cfg source.Config, tables []TableConfig) error {
 	var conn *pgx.Conn
 	for i, t := range tables {
@@ -112,7 +112,7 @@ func readSchemas(ctx context.Context, cfg source.Config, tables []TableConfig) e
 			defer c.Close(context.WithoutCancel(ctx))
 			conn = c
 		}
-		schema, err := source.DiscoverSchema(ctx, conn, t.Table(), t.Key)
+		schema, err := source.DiscoverSchema(ctx, conn, cfg.Tables[i])
 		if err != nil {
 			return sourceError("reading the schema of table "+t.Table().String(), err)
 		}

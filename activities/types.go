@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -90,11 +91,14 @@ type TableStarter interface {
 
 // SourceConfigs gives activities the source settings of a pipeline: the DSN stays in the
 // workers' configuration, never in workflow inputs or history. The returned Config carries the
-// pipeline's slot and publication; callers set Tables.
+// pipeline's slot and publication, and its Tables carry the configured column lists and row
+// filters (they too come from the workers' configuration only); sourceConfig sets the tables
+// an activity works on.
 type SourceConfigs func(pipeline string) (source.Config, error)
 
-// sourceConfig returns the pipeline's source settings for the given tables, with the slot and
-// publication of the workflow's input when it names them.
+// sourceConfig returns the pipeline's source settings for the given tables (with the column
+// lists and row filters the worker's configuration gives them), with the slot and publication
+// of the workflow's input when it names them.
 func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tables []TableConfig) (source.Config, error) {
 	if configs == nil {
 		return source.Config{}, temporal.NewNonRetryableApplicationError(
@@ -111,9 +115,15 @@ func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tab
 	if publication != "" {
 		cfg.Publication = publication
 	}
+	configured := cfg.Tables
 	cfg.Tables = nil
 	for _, t := range tables {
-		cfg.Tables = append(cfg.Tables, source.TableConfig{Table: t.Table(), Key: t.Key})
+		tc := source.TableConfig{Table: t.Table()}
+		if i := slices.IndexFunc(configured, func(c source.TableConfig) bool { return c.Table == t.Table() }); i >= 0 {
+			tc = configured[i]
+		}
+		tc.Key = t.Key
+		cfg.Tables = append(cfg.Tables, tc)
 	}
 	return cfg, nil
 }

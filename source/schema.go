@@ -130,6 +130,10 @@ type tableInfo struct {
 	Tuples   float64  // pg_class.reltuples: an estimate, -1 when never analyzed
 	CanRead  bool     // SELECT privilege
 	IsOwner  bool     // the current role is (a member of) the owner
+	// Ancestors are the partitioned tables t is a partition of, nearest first; PartKey is the
+	// partition key's columns of a partitioned table ("" for an expression). See partition.go.
+	Ancestors []batch.TableName
+	PartKey   []string
 }
 
 // attr is one column as pg_attribute holds it.
@@ -188,6 +192,9 @@ ORDER BY attnum`, oid)
 	if ti.IdentIdx, err = indexColumns(ctx, q, oid, "indisreplident"); err != nil {
 		return ti, fmt.Errorf("reading replica identity index of table %s: %w", name, err)
 	}
+	if err := readPartitioning(ctx, q, oid, &ti); err != nil {
+		return ti, err
+	}
 	return ti, nil
 }
 
@@ -231,9 +238,11 @@ func buildSchema(ctx context.Context, r *typeResolver, t tableInfo, key []string
 
 // DiscoverSchema reads the schema of one table from the catalog of the database conn is
 // connected to: columns in attnum order (dropped and generated columns excluded, as pgoutput
-// does), their types resolved through domains, and the key (key, or the primary key when key is
+// does; only the published ones when tc has a column list: tc.Columns or tc.ExcludeColumns),
+// their types resolved through domains, and the key (tc.Key, or the primary key when it is
 // empty). It returns a permanent error when the table does not exist or has no key.
-func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, key []string) (batch.Schema, error) {
+func DiscoverSchema(ctx context.Context, conn *pgx.Conn, tc TableConfig) (batch.Schema, error) {
+	table := tc.Table
 	ti, err := readTable(ctx, conn, table)
 	if err != nil {
 		return batch.Schema{}, err
@@ -241,7 +250,7 @@ func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, 
 	if !ti.Exists {
 		return batch.Schema{}, permanentf("table %s does not exist: create it or remove it from the pipeline's tables", table)
 	}
-	k := keyColumns(ti, key)
+	k := keyColumns(ti, tc.Key)
 	if len(k) == 0 {
 		return batch.Schema{}, permanentf("table %s has no primary key: add one, or name a key for it in the pipeline config", table)
 	}
@@ -250,5 +259,6 @@ func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, 
 			return batch.Schema{}, permanentf("table %s has no column %q named in its key: fix the key in the pipeline config", table, name)
 		}
 	}
+	ti.Columns = publishedColumns(ti.Columns, tc)
 	return buildSchema(ctx, newTypeResolver(conn), ti, k)
 }

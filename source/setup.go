@@ -62,7 +62,7 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 	}
 	info.ConfirmedLSN = s.Confirmed
 	for _, tc := range cfg.Tables {
-		schema, err := DiscoverSchema(ctx, conn, tc.Table, tc.Key)
+		schema, err := DiscoverSchema(ctx, conn, tc)
 		if err != nil {
 			return Info{}, err
 		}
@@ -86,38 +86,43 @@ func Identify(ctx context.Context, cfg Config) (batch.SourceID, error) {
 	return batch.SourceID{SystemID: sys.SystemID, Timeline: sys.Timeline, Slot: cfg.Slot}, nil
 }
 
-// ensurePublication creates the publication FOR TABLE the configured tables, or adds the tables
-// it lacks.
+// ensurePublication creates the publication FOR TABLE the configured tables (each with the
+// column list and row filter its config asks for, partitioned tables published through their
+// root), or adds the tables it lacks.
 func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slog.Logger) error {
 	pub, err := readPublication(ctx, conn, cfg.Publication)
 	if err != nil {
 		return err
 	}
-	if !pub.Exists {
-		names := make([]string, len(cfg.Tables))
-		for i, t := range cfg.Tables {
-			names[i] = quoteTable(t.Table)
-		}
-		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate')",
-			quoteIdent(cfg.Publication), strings.Join(names, ", "))
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
-		}
-		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(names)))
-		return nil
-	}
 	if pub.AllTables {
 		return nil
 	}
+	var clauses []string
 	for _, t := range cfg.Tables {
 		if _, ok := pub.Tables[t.Table.String()]; ok {
 			continue
 		}
-		sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), quoteTable(t.Table))
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("adding table %s to publication %s: %w", t.Table, cfg.Publication, err)
+		ti, err := readTable(ctx, conn, t.Table)
+		if err != nil {
+			return err
 		}
-		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, t.Table.String()))
+		clauses = append(clauses, pubTable(ti, t))
+	}
+	if !pub.Exists {
+		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate', publish_via_partition_root = true)",
+			quoteIdent(cfg.Publication), strings.Join(clauses, ", "))
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
+		}
+		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(clauses)))
+		return nil
+	}
+	for _, c := range clauses {
+		sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), c)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("adding table %s to publication %s: %w", c, cfg.Publication, err)
+		}
+		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, c))
 	}
 	return nil
 }

@@ -32,10 +32,6 @@ func checkCmd(a *app) *cobra.Command {
 				return err
 			}
 			sc, _ := pipeline.SourceConfigs(cfg)(cfg.Pipeline)
-			for _, t := range cfg.Tables {
-				name, _ := t.SourceName()
-				sc.Tables = append(sc.Tables, source.TableConfig{Table: name, Key: t.Key})
-			}
 			problems, err := source.Check(cmd.Context(), sc)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)
@@ -183,7 +179,7 @@ func pauseCmd(a *app) *cobra.Command {
 func resumeCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resume", "Resume a paused table, or restart a failed one from its committed position (fix the cause first)", false,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
-			tc, err := withCurrentSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			tc, err := withCurrentSchema(cmd.Context(), a.cfg, tc)
 			if err != nil {
 				return err
 			}
@@ -194,13 +190,20 @@ func resumeCmd(a *app) *cobra.Command {
 // withCurrentSchema returns tc with the table's current schema read from the source. Resume and
 // resync may start a new run of a failed or stopped table, and a new run needs the schema (the
 // SourceWorkflow passes it to the runs it starts).
-func withCurrentSchema(ctx context.Context, dsn string, tc activities.TableConfig) (activities.TableConfig, error) {
-	conn, err := pgx.Connect(ctx, dsn)
+func withCurrentSchema(ctx context.Context, cfg *config.Config, tc activities.TableConfig) (activities.TableConfig, error) {
+	conn, err := pgx.Connect(ctx, cfg.Source.DSN)
 	if err != nil {
 		return tc, fmt.Errorf("connecting to the source to read the schema of table %s (source.dsn): %w", tc.Table(), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	schema, err := source.DiscoverSchema(ctx, conn, tc.Table(), tc.Key)
+	st := source.TableConfig{Table: tc.Table()}
+	for _, c := range pipeline.SourceTables(cfg) {
+		if c.Table == tc.Table() {
+			st = c // its column list decides the schema's columns
+		}
+	}
+	st.Key = tc.Key
+	schema, err := source.DiscoverSchema(ctx, conn, st)
 	if err != nil {
 		return tc, fmt.Errorf("reading the schema of table %s: %w", tc.Table(), err)
 	}
@@ -211,7 +214,7 @@ func withCurrentSchema(ctx context.Context, dsn string, tc activities.TableConfi
 func resyncCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot (a running, paused or failed table)", true,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
-			tc, err := withCurrentSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			tc, err := withCurrentSchema(cmd.Context(), a.cfg, tc)
 			if err != nil {
 				return err
 			}

@@ -81,6 +81,9 @@ type pipelineOptions struct {
 	MaxWait  string   // batch.max_wait; empty: 500ms
 	// ChunkRows is source.snapshot_chunk_rows; 0: 20000.
 	ChunkRows int
+	// TableYAML is added to every table's entry (keys indented by four spaces, each line ending
+	// in a newline), such as "    where: qty < 50\n".
+	TableYAML string
 }
 
 // newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
@@ -112,6 +115,7 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 	for _, spec := range tables {
 		src, target, _ := strings.Cut(spec, ":")
 		fmt.Fprintf(&tb, "  - source: %s\n    target: %s\n    metadata:\n      - {from: commit_ts, as: committed_at}\n      - {from: phase, as: source_phase}\n", src, target)
+		tb.WriteString(o.TableYAML)
 	}
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
