@@ -115,7 +115,7 @@ func TestEveryTypeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inserts := fromStream[:len(fromStream)-1 : len(fromStream)-1]
+	inserts := fromStream[: len(fromStream)-1 : len(fromStream)-1]
 	checkPrinted(t, "stream", schema, append(inserts, filled...), want)
 	buildRecord(t, schema, inserts)
 
