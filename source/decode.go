@@ -13,9 +13,10 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// columnResolver builds the batch.Column of a column of type oid with typmod from the catalog
-// (type name, domain base type, category, array element). Key and NotNull are left unset.
-type columnResolver func(ctx context.Context, name string, oid uint32, typmod int32) (batch.Column, error)
+// columnResolver builds the batch.Column of column name of relation rel, of type oid with
+// typmod, from the catalog (type name, domain base type, category, array element, declared array
+// dimensions). Key and NotNull are left unset.
+type columnResolver func(ctx context.Context, rel uint32, name string, oid uint32, typmod int32) (batch.Column, error)
 
 // relation is the decoder's view of one relation ID: the schema its tuples follow.
 type relation struct {
@@ -342,7 +343,7 @@ func (d *decoder) diff(ctx context.Context, m *pglogrepl.RelationMessage, name b
 		ev.Renamed = true
 	}
 	for _, mc := range m.Columns {
-		c, err := d.resolve(ctx, mc.Name, mc.DataType, mc.TypeModifier)
+		c, err := d.resolve(ctx, m.RelationID, mc.Name, mc.DataType, mc.TypeModifier)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", name, err)
 		}

@@ -123,7 +123,7 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 	r.confirmed.Store(s.Confirmed)
 
 	resolver := newTypeResolver(conn)
-	dec := newDecoder(resolver.column, r.opts.Schemas, r.log)
+	dec := newDecoder(resolver.relColumn, r.opts.Schemas, r.log)
 	if err := r.tableOIDs(ctx, conn, dec); err != nil {
 		return err
 	}
