@@ -81,6 +81,8 @@ type pipelineOptions struct {
 	MaxWait  string   // batch.max_wait; empty: 500ms
 	// ChunkRows is source.snapshot_chunk_rows; 0: 20000.
 	ChunkRows int
+	// MaxParallelBackfills is source.max_parallel_backfills; 0: unset (read from the server).
+	MaxParallelBackfills int
 }
 
 // newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
@@ -108,6 +110,10 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 		sinkYAML = fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
 			filepath.Join(p.dir, "catalog.db"), filepath.Join(p.dir, "warehouse"))
 	}
+	sourceExtra := ""
+	if o.MaxParallelBackfills > 0 {
+		sourceExtra = fmt.Sprintf("\n  max_parallel_backfills: %d", o.MaxParallelBackfills)
+	}
 	var tb strings.Builder
 	for _, spec := range tables {
 		src, target, _ := strings.Cut(spec, ":")
@@ -116,7 +122,7 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
   dsn: %s
-  snapshot_chunk_rows: %d
+  snapshot_chunk_rows: %d%s
 temporal:
   address: %s
   task_queue: %s
@@ -128,7 +134,7 @@ batch:
 sink:
 %s
 tables:
-%s`, p.name, dsn, chunkRows, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
+%s`, p.name, dsn, chunkRows, sourceExtra, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
 	p.config = filepath.Join(p.dir, "pipeline.yaml")
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
