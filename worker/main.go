@@ -139,6 +139,11 @@ func run(ctx context.Context, o options) error {
 		EnableSessionWorker: true,
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
+		// The SDK's two workflow pollers serve the worker's sticky queue first whenever it has
+		// a backlog: with hundreds of tables the running backfills' tasks kept it busy and a
+		// newly started table waited minutes for its first workflow task (500 tables:
+		// docs/architecture.md). More pollers drain the sticky queue and leave room for new runs.
+		MaxConcurrentWorkflowTaskPollers: workflowPollers,
 		WorkerStopTimeout:                 o.shutdown,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		// (A test build's armed faults come first: activity.start fires before anything runs.)
@@ -174,6 +179,9 @@ func run(ctx context.Context, o options) error {
 	log.Info("worker stopped")
 	return nil
 }
+
+// workflowPollers is how many workflow task polls the worker keeps open (the SDK's default: 2).
+const workflowPollers = 8
 
 // parallelBackfills is source.max_parallel_backfills, or when it is not set what the source
 // server has free (1 when it cannot be read: the worker still starts).
