@@ -53,10 +53,11 @@ func TestManyTablesOnTenReplicationSlots(t *testing.T) {
 	p.worker("worker-1")
 	start := time.Now()
 	p.sluice("start")
-	p.waitCount("every table's workflow to start", fmt.Sprintf("WorkflowType = '%s'", workflows.TableWorkflowType), 3*time.Minute)
+	refused := func() string { return serverRefusals(t, pg.Log) }
+	p.waitCount("every table's workflow to start", fmt.Sprintf("WorkflowType = '%s'", workflows.TableWorkflowType), 3*time.Minute, refused)
 	setup := time.Since(start)
 	p.waitCount("every table to finish its backfill", fmt.Sprintf("WorkflowType = '%s' AND %s = '%s' AND ExecutionStatus = 'Running'",
-		workflows.TableWorkflowType, workflows.SearchPhase.GetName(), workflows.StateStream), 10*time.Minute)
+		workflows.TableWorkflowType, workflows.SearchPhase.GetName(), workflows.StateStream), 10*time.Minute, refused)
 	backfill := time.Since(start)
 
 	changeStart := time.Now()
@@ -71,7 +72,9 @@ func TestManyTablesOnTenReplicationSlots(t *testing.T) {
 	if slots > manySlots {
 		t.Errorf("%d replication slots in use at once, over max_replication_slots = %d", slots, manySlots)
 	}
-	p.checkServerLog(pg.Log)
+	if r := refused(); r != "" {
+		t.Error(r)
+	}
 	p.checkHistories()
 }
 
@@ -204,11 +207,14 @@ func watchReplication(t *testing.T, dsn string) func() (slots, senders int) {
 }
 
 // waitCount waits until visibility counts every table of the pipeline in a workflow that
-// matches query.
-func (p *icebergPipeline) waitCount(what, query string, timeout time.Duration) {
+// matches query; it fails at once when refused reports something.
+func (p *icebergPipeline) waitCount(what, query string, timeout time.Duration, refused func() string) {
 	p.t.Helper()
 	q := fmt.Sprintf("%s = '%s' AND %s", workflows.SearchPipeline.GetName(), p.name, query)
 	err := localrun.WaitFor(context.Background(), what, timeout, time.Second, func(ctx context.Context) (bool, string, error) {
+		if r := refused(); r != "" {
+			p.t.Fatalf("while waiting for %s: %s", what, r)
+		}
 		resp, err := p.temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: q})
 		if err != nil {
 			return false, "", err
@@ -261,14 +267,15 @@ func (p *icebergPipeline) waitAllEqual(timeout time.Duration) {
 	}
 }
 
-// checkServerLog fails the test when the server refused a replication slot, a walsender or a
-// connection: a backfill or a reader that found no room.
-func (p *icebergPipeline) checkServerLog(path string) {
-	p.t.Helper()
+// serverRefusals reports how often the server's log says it refused a replication slot, a
+// walsender or a connection (a backfill or a reader that found no room); empty when never.
+func serverRefusals(t *testing.T, path string) string {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		p.t.Fatalf("reading the server log: %v", err)
+		t.Fatalf("reading the server log: %v", err)
 	}
+	var out []string
 	for _, refusal := range []string{
 		"all replication slots are in use",
 		"number of requested standby connections exceeds max_wal_senders",
@@ -276,9 +283,13 @@ func (p *icebergPipeline) checkServerLog(path string) {
 		"remaining connection slots are reserved",
 	} {
 		if n := strings.Count(string(b), refusal); n > 0 {
-			p.t.Errorf("the server refused %d times: %q (log %s)", n, refusal, path)
+			out = append(out, fmt.Sprintf("%d times %q", n, refusal))
 		}
 	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "the server refused " + strings.Join(out, ", ") + " (log " + path + ")"
 }
 
 // checkHistories reads from Temporal every run of the pipeline's SourceWorkflow and the current
