@@ -141,9 +141,11 @@ func run(ctx context.Context, o options) error {
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
 		// The SDK's two workflow pollers serve the worker's sticky queue first whenever it has
 		// a backlog: with hundreds of tables the running backfills' tasks kept it busy and a
-		// newly started table waited minutes for its first workflow task (500 tables:
-		// docs/architecture.md). More pollers drain the sticky queue and leave room for new runs.
-		MaxConcurrentWorkflowTaskPollers: workflowPollers,
+		// newly started table waited minutes for its first workflow task; and two activity
+		// pollers left hundreds of tables' short activities queued for 40 s each (500 tables:
+		// docs/architecture.md).
+		MaxConcurrentWorkflowTaskPollers: taskPollers,
+		MaxConcurrentActivityTaskPollers: taskPollers,
 		WorkerStopTimeout:                 o.shutdown,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		// (A test build's armed faults come first: activity.start fires before anything runs.)
@@ -180,8 +182,9 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// workflowPollers is how many workflow task polls the worker keeps open (the SDK's default: 2).
-const workflowPollers = 8
+// taskPollers is how many workflow task polls, and activity task polls, the worker keeps open
+// (the SDK's default: 2 each).
+const taskPollers = 8
 
 // parallelBackfills is source.max_parallel_backfills, or when it is not set what the source
 // server has free (1 when it cannot be read: the worker still starts).
