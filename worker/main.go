@@ -146,7 +146,7 @@ func run(ctx context.Context, o options) error {
 		// docs/architecture.md).
 		MaxConcurrentWorkflowTaskPollers: taskPollers,
 		MaxConcurrentActivityTaskPollers: taskPollers,
-		WorkerStopTimeout:                 o.shutdown,
+		WorkerStopTimeout:                o.shutdown,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		// (A test build's armed faults come first: activity.start fires before anything runs.)
 		Interceptors: append(faultInterceptors(faultPoints), &activities.Heartbeats{}),
