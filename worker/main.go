@@ -139,11 +139,10 @@ func run(ctx context.Context, o options) error {
 		EnableSessionWorker: true,
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
-		// The SDK's two workflow pollers serve the worker's sticky queue first whenever it has
-		// a backlog: with hundreds of tables the running backfills' tasks kept it busy and a
-		// newly started table waited minutes for its first workflow task; and two activity
-		// pollers left hundreds of tables' short activities queued for 40 s each (500 tables:
-		// docs/architecture.md).
+		// Two activity pollers left 500 starting tables' short activities queued 40 s each; with
+		// 8 they waited at most 7 s. The SDK's workflow pollers serve the sticky queue first, so
+		// new table runs wait for their first task while backfills run (docs/architecture.md,
+		// "Many tables"); more workflow pollers shorten that.
 		MaxConcurrentWorkflowTaskPollers: taskPollers,
 		MaxConcurrentActivityTaskPollers: taskPollers,
 		WorkerStopTimeout:                o.shutdown,
