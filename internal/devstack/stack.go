@@ -37,6 +37,9 @@ type Stack struct {
 	Dir    string // work directory: data, logs and state files of every service
 	Cache  string // tool cache outside the clone (built binaries)
 	Logger *slog.Logger
+	// PostgresSettings are server settings ("name=value") applied after the stack's own, so
+	// they override them: a private stack's server configured as a test needs it.
+	PostgresSettings []string
 }
 
 // Info is what a started service exposes, as recorded in its state file.
