@@ -1,0 +1,150 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluicecdc/sluice/internal/localrun"
+)
+
+// statusJSON is the part of `sluice status --output json` the tests read.
+type statusJSON struct {
+	Reader struct {
+		State string `json:"state"`
+		Error string `json:"error"`
+	} `json:"reader"`
+	Slot *struct {
+		Exists        bool   `json:"exists"`
+		Active        bool   `json:"active"`
+		WALStatus     string `json:"wal_status"`
+		RetainedBytes int64  `json:"retained_bytes"`
+	} `json:"slot"`
+	Tables []struct {
+		Table string `json:"table"`
+		Error string `json:"error"`
+	} `json:"tables"`
+	Problems []string `json:"problems"`
+}
+
+// status runs `sluice status --output json` and returns the report and whether it exited 0.
+func (p *icebergPipeline) status(ctx context.Context) (statusJSON, bool) {
+	p.t.Helper()
+	out, err := localrun.Sluice(ctx, bins.Starter, p.env, "status", "--output", "json", "--config", p.config)
+	var st statusJSON
+	js := out
+	if i := strings.LastIndex(out, "\n}"); i >= 0 {
+		js = out[:i+2] // stderr's "sluice: ..." line follows the JSON on a failure
+	}
+	if jerr := json.Unmarshal([]byte(js), &st); jerr != nil {
+		p.t.Fatalf("sluice status --output json: %v (exit: %v)\n%s", jerr, err, out)
+	}
+	return st, err == nil
+}
+
+// sluiceFails runs the starter CLI and returns its output and error, for commands that may exit
+// non-zero.
+func (p *icebergPipeline) sluiceFails(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return localrun.Sluice(ctx, bins.Starter, p.env, append(args, "--config", p.config)...)
+}
+
+// dropSlot terminates the walsender that streams from slot (the reader) and drops the slot, as
+// an operator would, again until the drop wins the race with the reader's reconnection.
+func (p *icebergPipeline) dropSlot(ctx context.Context, slot string) {
+	p.t.Helper()
+	err := localrun.WaitFor(ctx, "slot "+slot+" to be dropped", time.Minute, 100*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			conn, err := pgx.Connect(ctx, p.dsn)
+			if err != nil {
+				return false, "", err
+			}
+			defer conn.Close(context.Background())
+			if _, err := conn.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL`, slot); err != nil {
+				return false, "", err
+			}
+			_, err = conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot)
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55006" { // in use: the walsender is still exiting
+				return false, pgErr.Message, nil
+			}
+			return err == nil, "", err
+		})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// TestStatusShowsDroppedSlot drops the pipeline's slot while it streams and changes rows: `sluice
+// status` shows the reader failed and the slot gone, on every table, and exits non-zero (before,
+// it showed the table streaming with no error while nothing arrived).
+func TestStatusShowsDroppedSlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100))
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	slot := p.cfg.Source.Slot
+
+	// Healthy: the reader runs, the slot is active, exit 0.
+	err := localrun.WaitFor(ctx, "status to show the reader running on an active slot", time.Minute, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			st, ok := p.status(ctx)
+			return ok && st.Reader.State == "running" && st.Slot != nil && st.Slot.Active && st.Slot.WALStatus != "",
+				fmt.Sprintf("exit ok %v, %+v", ok, st), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := p.sluice("status")
+	t.Logf("sluice status (healthy):\n%s", text)
+	for _, want := range []string{"reader: running", "slot:   " + slot + " active", "wal_status", "retained WAL", "safe_wal_size"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status does not show %q:\n%s", want, text)
+		}
+	}
+
+	p.dropSlot(ctx, slot)
+	p.exec(`UPDATE public.items SET qty = qty + 1 WHERE id <= 10`)
+
+	var st statusJSON
+	err = localrun.WaitFor(ctx, "status to show the lost slot and exit non-zero", time.Minute, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			var ok bool
+			st, ok = p.status(ctx)
+			return !ok && st.Reader.State == "failed", fmt.Sprintf("exit ok %v, %+v", ok, st), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Slot == nil || st.Slot.Exists {
+		t.Errorf("status shows the slot as %+v, want it missing", st.Slot)
+	}
+	if !strings.Contains(st.Reader.Error, slot) {
+		t.Errorf("the reader's error does not name slot %s: %s", slot, st.Reader.Error)
+	}
+	for _, tb := range st.Tables {
+		if !strings.Contains(tb.Error, slot) {
+			t.Errorf("table %s does not show the reader's failure: %q", tb.Table, tb.Error)
+		}
+	}
+	out, err := p.sluiceFails("status")
+	t.Logf("sluice status (slot dropped):\n%s", out)
+	if err == nil {
+		t.Fatalf("sluice status exited 0 with the slot dropped:\n%s", out)
+	}
+	for _, want := range []string{"reader: failed", slot + " does not exist", "problem: the reader failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status does not show %q:\n%s", want, out)
+		}
+	}
+}
