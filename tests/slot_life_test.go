@@ -83,10 +83,14 @@ func (p *icebergPipeline) dropSlot(ctx context.Context, slot string) {
 	}
 }
 
-// TestStatusShowsDroppedSlot drops the pipeline's slot while it streams and changes rows: `sluice
-// status` shows the reader failed and the slot gone, on every table, and exits non-zero (before,
-// it showed the table streaming with no error while nothing arrived).
-func TestStatusShowsDroppedSlot(t *testing.T) {
+// TestDroppedSlot drops the pipeline's slot while it streams and changes rows: the reader fails
+// with SlotLost, not retried, and `sluice status` shows it on the reader and every table and
+// exits non-zero (before, it showed the table streaming with no error while nothing arrived). A
+// new `sluice start` does not recreate the slot behind the tables' backs (SlotLost again);
+// `sluice teardown --yes` leaves no slot and no publication; after a new start the slot is new,
+// and the table, whose position is older, stops with PositionGap rather than skipping the rows
+// changed while no slot existed; `sluice resync` brings the sink back to the source.
+func TestDroppedSlot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100))
@@ -147,4 +151,63 @@ func TestStatusShowsDroppedSlot(t *testing.T) {
 			t.Errorf("status does not show %q:\n%s", want, out)
 		}
 	}
+
+	if !strings.Contains(st.Reader.Error, "SlotLost") || !strings.Contains(st.Reader.Error, "was dropped") || !strings.Contains(st.Reader.Error, "sluice teardown") {
+		t.Errorf("the reader's error is not a SlotLost naming what happened and the remedy: %s", st.Reader.Error)
+	}
+
+	// Starting again does not recreate the slot: the tables would skip the rows changed meanwhile.
+	p.sluice("start")
+	err = localrun.WaitFor(ctx, "the new run's setup to fail with SlotLost", time.Minute, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			var ok bool
+			st, ok = p.status(ctx)
+			return !ok && st.Reader.State == "failed" && strings.Contains(st.Reader.Error, "SlotLost") && strings.Contains(st.Reader.Error, "setting up"),
+				fmt.Sprintf("%+v", st), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Slot == nil || st.Slot.Exists {
+		t.Fatalf("a new start recreated slot %s: %+v", slot, st.Slot)
+	}
+
+	// Teardown: no slot, no publication; it says what stays.
+	if out, err := p.sluiceFails("teardown"); err == nil {
+		t.Fatalf("teardown without --yes went ahead:\n%s", out)
+	}
+	out = p.sluice("teardown", "--yes")
+	t.Logf("sluice teardown:\n%s", out)
+	for _, want := range []string{"dropped publication", "kept:", "raw.items"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("teardown does not say %q:\n%s", want, out)
+		}
+	}
+	var slots, pubs int
+	if err := p.queryRow(ctx, fmt.Sprintf(`SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = '%s'),
+		(SELECT count(*) FROM pg_publication WHERE pubname = '%s')`, slot, p.cfg.Source.Publication), &slots, &pubs); err != nil {
+		t.Fatal(err)
+	}
+	if slots != 0 || pubs != 0 {
+		t.Fatalf("after teardown: %d slots named %s, %d publications named %s", slots, slot, pubs, p.cfg.Source.Publication)
+	}
+
+	// A new slot under the same name: the table's position predates it.
+	p.sluice("start")
+	appErr := p.waitTableFailed(itemsTable)
+	if appErr.Type() != "PositionGap" {
+		t.Fatalf("the table failed with %s, want PositionGap: %v", appErr.Type(), appErr)
+	}
+	for _, want := range []string{"public.items", slot, "sluice resync", "--table public.items"} {
+		if !strings.Contains(appErr.Error(), want) {
+			t.Errorf("the PositionGap error does not name %q: %v", want, appErr)
+		}
+	}
+	if _, ok := p.status(ctx); ok {
+		t.Error("sluice status exited 0 with the table stopped by PositionGap")
+	}
+
+	// The remedy: resync; the rows updated while no slot existed arrive.
+	p.sluice("resync", "--table", "public.items")
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
 }
