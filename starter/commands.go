@@ -45,6 +45,11 @@ func checkCmd(a *app) *cobra.Command {
 				return fmt.Errorf("could not check the source: %w", err)
 			}
 			problems = append(problems, capacity.BackfillProblems(cfg.Source.MaxParallelBackfills)...)
+			slot, err := source.ReadSlotState(cmd.Context(), sc.DSN, sc.Slot)
+			if err != nil {
+				return fmt.Errorf("could not check the source: %w", err)
+			}
+			printWALGuard(cmd.OutOrStdout(), slot)
 			if len(problems) == 0 {
 				backfills := cfg.Source.MaxParallelBackfills
 				if backfills == 0 {

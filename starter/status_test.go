@@ -129,3 +129,36 @@ func TestSlotLine(t *testing.T) {
 		})
 	}
 }
+
+func TestWALGuard(t *testing.T) {
+	t.Parallel()
+	safe := int64(10 << 20)
+	for _, tc := range []struct {
+		name string
+		s    source.SlotState
+		want []string
+		not  []string
+	}{
+		{"unlimited", source.SlotState{Slot: "s", Exists: true, RetainedBytes: 3 << 20, WALStatus: "reserved", KeepUnlimited: true, MaxSlotWALKeepSize: "-1"},
+			[]string{"slot s retains 3 MiB of WAL", "warning: max_slot_wal_keep_size is -1 (unlimited)", "until its disk is full", "docs/operations.md"}, nil},
+		{"limited", source.SlotState{Slot: "s", Exists: true, WALStatus: "extended", SafeWALSize: &safe, MaxSlotWALKeepSize: "1GB"},
+			[]string{"max_slot_wal_keep_size is 1GB: 10 MiB more WAL", "resynced"}, []string{"warning"}},
+		{"no slot yet", source.SlotState{Slot: "s", KeepUnlimited: true, MaxSlotWALKeepSize: "-1"}, []string{"does not exist yet", "warning"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			printWALGuard(&b, tc.s)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output does not say %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("output says %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
 )
 
@@ -208,6 +210,104 @@ func TestDroppedSlot(t *testing.T) {
 	}
 
 	// The remedy: resync; the rows updated while no slot existed arrive.
+	p.sluice("resync", "--table", "public.items")
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+}
+
+// TestInvalidatedSlot runs a pipeline on a Postgres of its own with max_slot_wal_keep_size 1MB
+// and a paused table, so that heavy writes elsewhere make the server invalidate the slot: the
+// reader fails with SlotLost (invalidated), not retried, `sluice status` shows it within seconds
+// and exits non-zero; `sluice check` reports the retained WAL and the limit; the remedy
+// (teardown, start, resync) brings the table back to sink = source.
+func TestInvalidatedSlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, pg := privateService(t, devstack.ServicePostgres)
+	if err := execSQL(ctx, pg.URL, "CREATE DATABASE invalid_src", "CREATE DATABASE invalid_noise",
+		"ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'", "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	dbURL := func(name string) string {
+		u, err := url.Parse(pg.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = "/" + name
+		return u.String()
+	}
+	p := newIcebergPipeline(t, dbURL("invalid_src"), []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100))
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	slot := p.cfg.Source.Slot
+
+	check := p.sluice("check")
+	t.Logf("sluice check:\n%s", check)
+	for _, want := range []string{"slot " + slot + " retains", "max_slot_wal_keep_size is 1MB"} {
+		if !strings.Contains(check, want) {
+			t.Errorf("sluice check does not say %q:\n%s", want, check)
+		}
+	}
+
+	// A paused table with a staged batch holds the slot while another database writes.
+	p.sluice("pause", "--table", "public.items")
+	err := localrun.WaitFor(ctx, "the table to pause", time.Minute, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			st, err := localrun.TableStatus(ctx, p.temporal, p.name, itemsTable, p.started)
+			return err == nil && st.Paused, fmt.Sprintf("%+v", st), err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.exec(`UPDATE public.items SET qty = qty + 100 WHERE id <= 20`)
+	noise := dbURL("invalid_noise")
+	if err := execSQL(ctx, noise, `CREATE TABLE noise (id serial PRIMARY KEY, pad text)`); err != nil {
+		t.Fatal(err)
+	}
+	err = localrun.WaitFor(ctx, "the server to invalidate the slot", 2*time.Minute, 200*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			if err := execSQL(ctx, noise, `INSERT INTO noise (pad) SELECT repeat('x', 500) FROM generate_series(1, 20000)`,
+				`SELECT pg_switch_wal()`, `CHECKPOINT`); err != nil {
+				return false, "", err
+			}
+			var status string
+			err := p.queryRow(ctx, fmt.Sprintf(`SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = '%s'`, slot), &status)
+			return status == "lost", "wal_status " + status, err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostAt := time.Now()
+
+	var st statusJSON
+	err = localrun.WaitFor(ctx, "status to show the invalidated slot and exit non-zero", time.Minute, 250*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			var ok bool
+			st, ok = p.status(ctx)
+			return !ok && st.Reader.State == "failed", fmt.Sprintf("exit ok %v, %+v", ok, st), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("status showed the invalidation %s after it", time.Since(lostAt).Round(time.Millisecond))
+	if !strings.Contains(st.Reader.Error, "SlotLost") || !strings.Contains(st.Reader.Error, "invalidated") || !strings.Contains(st.Reader.Error, slot) {
+		t.Errorf("the reader's error is not a SlotLost naming the slot and the invalidation: %s", st.Reader.Error)
+	}
+	if st.Slot == nil || st.Slot.WALStatus != "lost" {
+		t.Errorf("status shows the slot as %+v, want wal_status lost", st.Slot)
+	}
+	for _, tb := range st.Tables {
+		if !strings.Contains(tb.Error, "SlotLost") {
+			t.Errorf("table %s does not show the SlotLost: %q", tb.Table, tb.Error)
+		}
+	}
+
+	// The remedy.
+	p.sluice("teardown", "--yes")
+	p.sluice("start")
+	if appErr := p.waitTableFailed(itemsTable); appErr.Type() != "PositionGap" {
+		t.Fatalf("the table failed with %s, want PositionGap: %v", appErr.Type(), appErr)
+	}
 	p.sluice("resync", "--table", "public.items")
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)
 }
