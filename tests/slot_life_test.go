@@ -45,7 +45,7 @@ func (p *icebergPipeline) status(ctx context.Context) (statusJSON, bool) {
 	if i := strings.LastIndex(out, "\n}"); i >= 0 {
 		js = out[:i+2] // stderr's "sluice: ..." line follows the JSON on a failure
 	}
-	if jerr := json.Unmarshal([]byte(js), &st); jerr != nil {
+	if jerr := json.Unmarshal([]byte(js), &st); jerr != nil && ctx.Err() == nil {
 		p.t.Fatalf("sluice status --output json: %v (exit: %v)\n%s", jerr, err, out)
 	}
 	return st, err == nil
