@@ -61,6 +61,7 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 	for i, t := range in.Tables {
 		t.Spec.Schema = batch.Schema{Table: info.Schemas[i].Table}
 		t.Source = &out.Source
+		t.SlotSince = info.SlotSince
 		out.Tables = append(out.Tables, t)
 	}
 	return out, nil

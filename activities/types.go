@@ -59,6 +59,10 @@ type TableConfig struct {
 	// starts). When set, a position the target holds from another source stops the table before
 	// anything is written; without it the first batch's commit notices.
 	Source *batch.SourceID `json:"source,omitempty"`
+	// SlotSince is the LSN the pipeline's slot was created at (set by SetupSource, and by the
+	// starter's resume and resync; 0: unknown). A committed position older than it is a
+	// PositionGap: the slot cannot deliver the changes in between.
+	SlotSince uint64 `json:"slot_since,omitempty"`
 }
 
 // Table returns the source table's name.
@@ -131,6 +135,9 @@ func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tab
 // sourceError turns a permanent source error (a failed preflight, a missing table) into a
 // non-retryable error of type ErrTypeSourceSetup; other errors stay retryable.
 func sourceError(what string, err error) error {
+	if lost := slotLostError(what, err); lost != nil {
+		return lost
+	}
 	if source.IsPermanent(err) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeSourceSetup, err)
 	}

@@ -22,6 +22,10 @@ type Info struct {
 	// resume from the stream and must be resynced.
 	ConfirmedLSN uint64
 	SlotCreated  bool // Setup created the slot (a new pipeline: every table needs a backfill)
+	// SlotSince is the LSN the slot was created at (0: unknown, a slot that existed before
+	// Setup kept records). The slot delivers only transactions committing after it, so a table
+	// whose committed position is older would miss the changes in between: it must be resynced.
+	SlotSince uint64
 }
 
 // Setup prepares the source for a pipeline: it runs the preflight checks (returning a permanent
@@ -39,6 +43,18 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 		return Info{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// A lost slot first: its preflight problem would hide that it is lost.
+	before, err := readSlot(ctx, conn, cfg.Slot)
+	if err != nil {
+		return Info{}, err
+	}
+	rec, err := readSlotRecord(ctx, conn, cfg.Publication)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := checkSlotLost(before, rec, cfg.Slot); err != nil {
+		return Info{}, err
+	}
 	problems, err := check(ctx, conn, cfg)
 	if err != nil {
 		return Info{}, err
@@ -50,7 +66,17 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 		return Info{}, err
 	}
 	info := Info{}
-	if info.SlotCreated, err = ensureSlot(ctx, conn, cfg.Slot, log); err != nil {
+	var created uint64
+	if created, err = ensureSlot(ctx, conn, cfg.Slot, log); err != nil {
+		return Info{}, err
+	}
+	info.SlotCreated = created != 0
+	if info.SlotCreated {
+		if err := writeSlotRecord(ctx, conn, cfg.Publication, cfg.Slot, created); err != nil {
+			return Info{}, err
+		}
+		info.SlotSince = created
+	} else if info.SlotSince, err = ensureSlotRecorded(ctx, conn, cfg, rec, log); err != nil {
 		return Info{}, err
 	}
 	if info.ID, err = Identify(ctx, cfg); err != nil {
@@ -127,21 +153,22 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slo
 	return nil
 }
 
-// ensureSlot creates the pipeline's logical slot with pgoutput when it does not exist.
-func ensureSlot(ctx context.Context, conn *pgx.Conn, name string, log *slog.Logger) (bool, error) {
+// ensureSlot creates the pipeline's logical slot with pgoutput when it does not exist, and
+// returns the LSN it was created at (its consistent point); 0 when it existed.
+func ensureSlot(ctx context.Context, conn *pgx.Conn, name string, log *slog.Logger) (uint64, error) {
 	s, err := readSlot(ctx, conn, name)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	if s.Exists {
-		return false, nil
+		return 0, nil
 	}
 	var lsn string
 	if err := conn.QueryRow(ctx, `SELECT lsn::text FROM pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')`, name).Scan(&lsn); err != nil {
-		return false, fmt.Errorf("creating replication slot %s: %w", name, err)
+		return 0, fmt.Errorf("creating replication slot %s: %w", name, err)
 	}
 	log.Info("created replication slot", slog.String(logSlot, name), slog.String(logLSN, lsn))
-	return true, nil
+	return parseLSN(lsn)
 }
 
 // Teardown drops the pipeline's slot and publication, when they exist. The slot must not be in
