@@ -470,7 +470,8 @@ func poisonBatch(g group, pos batch.SourcePosition, ok bool, cause error) error 
 }
 
 // storedPosition reads the position the table's target holds. A position of another source
-// than in.Source (when set) is a non-retryable SourceMismatch error.
+// than in.Source (when set) is a non-retryable SourceMismatch error, one older than the slot
+// (in.SlotSince) a PositionGap.
 func storedPosition(ctx context.Context, sink sinks.Sink, in TableConfig) (batch.SourcePosition, bool, error) {
 	pos, ok, err := sink.Position(ctx, in.Spec)
 	if err != nil {
@@ -480,7 +481,7 @@ func storedPosition(ctx context.Context, sink sinks.Sink, in TableConfig) (batch
 		return pos, ok, sourceMismatch(in, fmt.Errorf("the target holds position %s, this pipeline reads source %s: %w",
 			pos, *in.Source, batch.ErrDifferentSource))
 	}
-	return pos, ok, nil
+	return pos, ok, positionGap(in, pos, ok)
 }
 
 // sourceMismatch is the non-retryable error for positions of different sources: the target's

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/activity"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/source"
@@ -59,22 +61,34 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 	for i, t := range in.Tables {
 		t.Spec.Schema = batch.Schema{Table: info.Schemas[i].Table}
 		t.Source = &out.Source
+		t.SlotSince = info.SlotSince
 		out.Tables = append(out.Tables, t)
 	}
 	return out, nil
 }
 
+// ensureWorkflowsAtOnce bounds the tables EnsureTableWorkflows starts at once: one at a time,
+// 500 tables took two minutes on a busy server (two round trips each).
+const ensureWorkflowsAtOnce = 16
+
 // EnsureTableWorkflows starts the TableWorkflow of every table that has none running, so idle
 // tables are backfilled too. Tables whose workflow failed stay stopped for the operator. It is
-// idempotent and heartbeats once per table.
+// idempotent, starts up to ensureWorkflowsAtOnce tables at once and heartbeats the number of
+// tables done after each one.
 func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) error {
-	for i, t := range tables {
-		if err := a.Tables.EnsureTableWorkflow(ctx, t); err != nil {
-			return fmt.Errorf("ensuring workflow of table %s: %w", t.Table(), err)
-		}
-		activity.RecordHeartbeat(ctx, i)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ensureWorkflowsAtOnce)
+	var done atomic.Int64
+	for _, t := range tables {
+		g.Go(func() error {
+			if err := a.Tables.EnsureTableWorkflow(gctx, t); err != nil {
+				return fmt.Errorf("ensuring workflow of table %s: %w", t.Table(), err)
+			}
+			activity.RecordHeartbeat(ctx, done.Add(1))
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by
@@ -89,7 +103,7 @@ func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, 
 		return batch.Schema{}, fmt.Errorf("connecting to the source of pipeline %s to read table %s: %w", in.Pipeline, in.Table(), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	schema, err := source.DiscoverSchema(ctx, conn, in.Table(), in.Key)
+	schema, err := source.DiscoverSchema(ctx, conn, cfg.Tables[0])
 	if err != nil {
 		return batch.Schema{}, sourceError("reading the schema of table "+in.Table().String(), err)
 	}
@@ -97,7 +111,7 @@ func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, 
 }
 
 // readSchemas fills in the columns of the tables that have none, from the source catalog over
-// one connection.
+// one connection. cfg.Tables are the tables' source settings (sourceConfig), in the same order.
 func readSchemas(ctx context.Context, cfg source.Config, tables []TableConfig) error {
 	var conn *pgx.Conn
 	for i, t := range tables {
@@ -112,7 +126,7 @@ func readSchemas(ctx context.Context, cfg source.Config, tables []TableConfig) e
 			defer c.Close(context.WithoutCancel(ctx))
 			conn = c
 		}
-		schema, err := source.DiscoverSchema(ctx, conn, t.Table(), t.Key)
+		schema, err := source.DiscoverSchema(ctx, conn, cfg.Tables[i])
 		if err != nil {
 			return sourceError("reading the schema of table "+t.Table().String(), err)
 		}

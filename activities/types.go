@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -58,6 +59,10 @@ type TableConfig struct {
 	// starts). When set, a position the target holds from another source stops the table before
 	// anything is written; without it the first batch's commit notices.
 	Source *batch.SourceID `json:"source,omitempty"`
+	// SlotSince is the LSN the pipeline's slot was created at (set by SetupSource, and by the
+	// starter's resume and resync; 0: unknown). A committed position older than it is a
+	// PositionGap: the slot cannot deliver the changes in between.
+	SlotSince uint64 `json:"slot_since,omitempty"`
 }
 
 // Table returns the source table's name.
@@ -90,11 +95,14 @@ type TableStarter interface {
 
 // SourceConfigs gives activities the source settings of a pipeline: the DSN stays in the
 // workers' configuration, never in workflow inputs or history. The returned Config carries the
-// pipeline's slot and publication; callers set Tables.
+// pipeline's slot and publication, and its Tables carry the configured column lists and row
+// filters (they too come from the workers' configuration only); sourceConfig sets the tables
+// an activity works on.
 type SourceConfigs func(pipeline string) (source.Config, error)
 
-// sourceConfig returns the pipeline's source settings for the given tables, with the slot and
-// publication of the workflow's input when it names them.
+// sourceConfig returns the pipeline's source settings for the given tables (with the column
+// lists and row filters the worker's configuration gives them), with the slot and publication
+// of the workflow's input when it names them.
 func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tables []TableConfig) (source.Config, error) {
 	if configs == nil {
 		return source.Config{}, temporal.NewNonRetryableApplicationError(
@@ -111,9 +119,15 @@ func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tab
 	if publication != "" {
 		cfg.Publication = publication
 	}
+	configured := cfg.Tables
 	cfg.Tables = nil
 	for _, t := range tables {
-		cfg.Tables = append(cfg.Tables, source.TableConfig{Table: t.Table(), Key: t.Key})
+		tc := source.TableConfig{Table: t.Table()}
+		if i := slices.IndexFunc(configured, func(c source.TableConfig) bool { return c.Table == t.Table() }); i >= 0 {
+			tc = configured[i]
+		}
+		tc.Key = t.Key
+		cfg.Tables = append(cfg.Tables, tc)
 	}
 	return cfg, nil
 }
@@ -121,6 +135,9 @@ func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tab
 // sourceError turns a permanent source error (a failed preflight, a missing table) into a
 // non-retryable error of type ErrTypeSourceSetup; other errors stay retryable.
 func sourceError(what string, err error) error {
+	if lost := slotLostError(what, err); lost != nil {
+		return lost
+	}
 	if source.IsPermanent(err) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeSourceSetup, err)
 	}

@@ -63,7 +63,7 @@ func TestReadAheadCopiesEveryRowOnce(t *testing.T) {
 		}
 	}
 	table := batch.TableName{Schema: "public", Name: "items"}
-	schema, err := source.DiscoverSchema(ctx, conn, table, nil)
+	schema, err := source.DiscoverSchema(ctx, conn, source.TableConfig{Table: table})
 	if err != nil {
 		t.Fatal(err)
 	}

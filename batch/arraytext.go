@@ -14,8 +14,9 @@ type arrayParser struct {
 }
 
 // multiDimHint says what to do with a multi-dimensional array.
-const multiDimHint = "only one-dimensional arrays map to an arrow list; store such values as " +
-	"one-dimensional arrays, or leave the column out of the publication"
+const multiDimHint = "a column declared one-dimensional maps to an arrow list, and Postgres does not " +
+	"enforce the declared dimensions; declare the column multi-dimensional (ALTER TABLE ... ALTER COLUMN ... " +
+	"TYPE int[][], no rewrite) so it is carried as the array's text, then resync the table"
 
 func isArraySpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'

@@ -61,8 +61,7 @@ type TableName struct {
 func (t TableName) String() string { return t.Schema + "." + t.Name }
 
 // Column describes one source column. The source fills it from pg_attribute and pg_type; the
-// Arrow mapping (ArrowSchema) reads TypeOID, TypeMod, Category and, for arrays, ElemOID and
-// ElemCategory.
+// Arrow mapping (ArrowSchema) reads TypeOID, TypeMod, Dims, Category and, for arrays, ElemOID.
 type Column struct {
 	Name     string `json:"name"`
 	TypeOID  uint32 `json:"type_oid"`  // for a domain, the OID of its base type (pg_type.typbasetype)
@@ -72,11 +71,16 @@ type Column struct {
 	Key      bool   `json:"key"` // part of the primary key (or the configured key)
 
 	// Category is pg_type.typcategory of the column's type ("E" enum, "A" array, "N" numeric,
-	// ...). Enums and arrays of enums have no fixed OID: the mapping recognizes them by category.
+	// ...). Arrays whose OID is not a built-in one (arrays of enums or of extension types) are
+	// recognized by category A.
 	Category string `json:"category,omitempty"`
 	// ElemOID is pg_type.typelem of an array type (its element type), 0 otherwise. Needed for
 	// arrays whose OID is not a built-in one (arrays of enums).
 	ElemOID uint32 `json:"elem_oid,omitempty"`
+	// Dims is pg_attribute.attndims: the array dimensions the column was declared with (int[][]
+	// is 2), 0 for other columns. Postgres does not enforce it; a column declared with more than
+	// one dimension is carried as the array's text instead of a list.
+	Dims int `json:"dims,omitempty"`
 	// ElemCategory is pg_type.typcategory of the element type of an array, empty otherwise.
 	ElemCategory string `json:"elem_category,omitempty"`
 }

@@ -49,6 +49,24 @@ func parseInt(v []byte, bitSize uint) (int64, error) {
 	return int64(n), nil
 }
 
+// parseOID parses an oid: an unsigned decimal of at most 32 bits.
+func parseOID(v []byte) (int64, error) {
+	if len(v) == 0 || len(v) > 10 {
+		return 0, malformed("not an oid")
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, malformed("not an oid")
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > math.MaxUint32 {
+		return 0, malformed("oid out of range for 32 bits")
+	}
+	return n, nil
+}
+
 // parseFloat parses float4/float8 text, including NaN, Infinity and -Infinity.
 func parseFloat(v []byte, bitSize int) (float64, error) {
 	f, err := strconv.ParseFloat(string(v), bitSize)

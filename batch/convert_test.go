@@ -159,7 +159,7 @@ func TestConvertErrors(t *testing.T) {
 		{"bool", Column{Name: "b", TypeOID: oidBool}, txt("yes"), ErrMalformedValue, []string{"boolean"}},
 		{"unchanged toast", Column{Name: "doc", TypeOID: oidText}, Value{Unchanged: true}, ErrUnresolvedTOAST, []string{`"doc"`, "TOAST"}},
 		{"null key", Column{Name: "id", TypeOID: oidInt8, Key: true}, null, ErrMalformedValue, []string{`"id"`, "NULL key"}},
-		{"multi-dimensional array", Column{Name: "m", TypeOID: 1007, TypeName: "integer[]"}, txt("{{1,2},{3,4}}"), ErrNotRepresentable, []string{`"m"`, "multi-dimensional", "one-dimensional"}},
+		{"multi-dimensional array", Column{Name: "m", TypeOID: 1007, TypeName: "integer[]"}, txt("{{1,2},{3,4}}"), ErrNotRepresentable, []string{`"m"`, "multi-dimensional", "TYPE int[][]"}},
 		{"multi-dimensional decoration", Column{Name: "m", TypeOID: 1007}, txt("[1:1][1:2]={{1,2}}"), ErrNotRepresentable, []string{"multi-dimensional"}},
 		{"array NaN in decimal element", Column{Name: "a", TypeOID: 1231, TypeName: "numeric(5,1)[]", TypeMod: typmod(5, 1)}, txt("{1.5,NaN}"), ErrNotRepresentable, []string{"element 2", `"NaN"`}},
 		{"array unterminated", Column{Name: "a", TypeOID: 1009}, txt(`{"a`), ErrMalformedValue, []string{"unterminated"}},

@@ -15,7 +15,8 @@
 // applied), bytea_output=hex (escape is read too), client_encoding=UTF8. Text is not re-validated
 // as UTF-8: Postgres guarantees it with client_encoding=UTF8.
 //
-// Errors are typed so the callers can stop instead of retrying or skipping: a TypeError
-// (ErrUnsupportedType) for a column without a mapping, a ValueError (ErrNotRepresentable,
-// ErrMalformedValue, ErrUnresolvedTOAST) for a value, each naming the table and column.
+// Every column maps (types without a native Arrow type are carried as the exact text Postgres
+// prints; docs/types.md lists them). Errors are typed so the callers can stop instead of retrying
+// or skipping: a ValueError (ErrNotRepresentable, ErrMalformedValue, ErrUnresolvedTOAST) for a
+// value, naming the table, column and value.
 package batch

@@ -10,11 +10,9 @@ import (
 // rows gives the same error. The source and the activities recognize them with errors.Is (or the
 // typed errors with errors.As) and stop the table instead of retrying or skipping.
 var (
-	// ErrUnsupportedType marks a column whose Postgres type has no Arrow mapping (a TypeError).
-	ErrUnsupportedType = errors.New("unsupported column type")
 	// ErrNotRepresentable marks a valid Postgres value that its column's Arrow type cannot hold:
 	// NaN or Infinity in a numeric(p,s) column, an 'infinity' date or timestamp, a
-	// multi-dimensional array (a ValueError).
+	// multi-dimensional value in a column declared one-dimensional (a ValueError).
 	ErrNotRepresentable = errors.New("value not representable in arrow")
 	// ErrMalformedValue marks text that is not what Postgres prints for the column's type: the
 	// session settings of the source (DateStyle, IntervalStyle, bytea_output) differ from the
@@ -24,26 +22,6 @@ var (
 	// built: the source must fetch such values before building (a ValueError).
 	ErrUnresolvedTOAST = errors.New("unchanged toasted value not resolved")
 )
-
-// TypeError reports a column whose type has no Arrow mapping.
-type TypeError struct {
-	Table  TableName
-	Column string
-	Type   string // the Postgres type name (format_type)
-	OID    uint32
-}
-
-// Error names the table, column and type and says what to do.
-func (e *TypeError) Error() string {
-	return fmt.Sprintf("table %s column %q: type %s (oid %d) has no arrow mapping: "+
-		"leave the column out of the publication's column list or change its type "+
-		"(supported: integers, float4/8, numeric, bool, text types, bytea, date, time, timestamp(tz), "+
-		"interval, uuid, json(b), inet/cidr, enums and one-dimensional arrays of these)",
-		e.Table, e.Column, e.Type, e.OID)
-}
-
-// Unwrap returns ErrUnsupportedType.
-func (e *TypeError) Unwrap() error { return ErrUnsupportedType }
 
 // ValueError reports one value that cannot be converted to its column's Arrow type.
 type ValueError struct {

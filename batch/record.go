@@ -40,8 +40,8 @@ type RecordBuilder struct {
 	commitTS, ingestTS   *array.TimestampBuilder
 }
 
-// NewRecordBuilder returns a RecordBuilder for schema, or the TypeErrors of its unmapped
-// columns. Call Release when done.
+// NewRecordBuilder returns a RecordBuilder for schema, or the error of ArrowSchema. Call Release
+// when done.
 func NewRecordBuilder(mem memory.Allocator, schema Schema) (*RecordBuilder, error) {
 	as, err := ArrowSchema(schema)
 	if err != nil {
@@ -49,8 +49,7 @@ func NewRecordBuilder(mem memory.Allocator, schema Schema) (*RecordBuilder, erro
 	}
 	b := &RecordBuilder{table: schema.Table, columns: schema.Columns, rb: array.NewRecordBuilder(mem, as)}
 	for i := range schema.Columns {
-		ct, _ := resolveColumn(schema.Table, &schema.Columns[i]) // resolved by ArrowSchema already
-		b.enc = append(b.enc, newColumnEncoder(ct, b.rb.Field(i)))
+		b.enc = append(b.enc, newColumnEncoder(resolveColumn(&schema.Columns[i]), b.rb.Field(i)))
 	}
 	n := len(schema.Columns)
 	b.op = b.rb.Field(n).(*array.StringBuilder)
@@ -219,7 +218,7 @@ func newScalarEncoder(st scalarType, bld array.Builder) encoder {
 			bb.Append(x)
 			return err
 		}
-	case kindInt16, kindInt32, kindInt64:
+	case kindInt16, kindInt32, kindInt64, kindOID:
 		e.appendValue = intAppender(st.kind, bld)
 	case kindFloat32:
 		fb := bld.(*array.Float32Builder)
@@ -280,6 +279,13 @@ func intAppender(k kind, bld array.Builder) func([]byte) error {
 		return func(v []byte) error {
 			x, err := parseInt(v, 32)
 			ib.Append(int32(x))
+			return err
+		}
+	case kindOID:
+		ib := bld.(*array.Int64Builder)
+		return func(v []byte) error {
+			x, err := parseOID(v)
+			ib.Append(x)
 			return err
 		}
 	}

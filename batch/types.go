@@ -30,8 +30,11 @@ const (
 	oidName        = 19
 	oidInt8        = 20
 	oidInt2        = 21
+	oidInt2Vector  = 22
 	oidInt4        = 23
 	oidText        = 25
+	oidOID         = 26
+	oidOIDVector   = 30
 	oidJSON        = 114
 	oidCIDR        = 650
 	oidFloat4      = 700
@@ -96,6 +99,8 @@ func arrayElem(oid uint32) (uint32, bool) {
 		return oidUUID, true
 	case 3807:
 		return oidJSONB, true
+	case 1028:
+		return oidOID, true
 	}
 	return 0, false
 }
@@ -121,6 +126,7 @@ const (
 	kindTimestamptz      // timestamp[us, UTC]
 	kindUUID             // arrow.uuid extension
 	kindInterval         // month_day_nano_interval
+	kindOID              // int64, from an unsigned 32-bit oid
 )
 
 // scalarType is a scalar Postgres type resolved for the mapping.
@@ -136,44 +142,44 @@ type colType struct {
 	elem scalarType
 }
 
-// resolveScalar maps a non-array type to its kind. typmod is the column's atttypmod.
-func resolveScalar(oid uint32, category string, typmod int32) (scalarType, bool) {
+// resolveScalar maps a non-array type to its kind. typmod is the column's atttypmod. Every type
+// without a native mapping (enums, extension types such as citext, hstore or PostGIS geometry,
+// money, timetz, bit strings, ranges, composites, ...) is kindText: the exact text Postgres
+// prints for it, which is what pgoutput sends and what the snapshot reads.
+func resolveScalar(oid uint32, typmod int32) scalarType {
 	switch oid {
 	case oidBool:
-		return scalarType{kind: kindBool}, true
+		return scalarType{kind: kindBool}
 	case oidInt2:
-		return scalarType{kind: kindInt16}, true
+		return scalarType{kind: kindInt16}
 	case oidInt4:
-		return scalarType{kind: kindInt32}, true
+		return scalarType{kind: kindInt32}
 	case oidInt8:
-		return scalarType{kind: kindInt64}, true
+		return scalarType{kind: kindInt64}
+	case oidOID:
+		return scalarType{kind: kindOID}
 	case oidFloat4:
-		return scalarType{kind: kindFloat32}, true
+		return scalarType{kind: kindFloat32}
 	case oidFloat8:
-		return scalarType{kind: kindFloat64}, true
+		return scalarType{kind: kindFloat64}
 	case oidNumeric:
-		return resolveNumeric(typmod), true
-	case oidText, oidVarchar, oidBPChar, oidName, oidJSON, oidJSONB, oidInet, oidCIDR:
-		return scalarType{kind: kindText}, true
+		return resolveNumeric(typmod)
 	case oidBytea:
-		return scalarType{kind: kindBytea}, true
+		return scalarType{kind: kindBytea}
 	case oidDate:
-		return scalarType{kind: kindDate}, true
+		return scalarType{kind: kindDate}
 	case oidTime:
-		return scalarType{kind: kindTime}, true
+		return scalarType{kind: kindTime}
 	case oidTimestamp:
-		return scalarType{kind: kindTimestamp}, true
+		return scalarType{kind: kindTimestamp}
 	case oidTimestamptz:
-		return scalarType{kind: kindTimestamptz}, true
+		return scalarType{kind: kindTimestamptz}
 	case oidUUID:
-		return scalarType{kind: kindUUID}, true
+		return scalarType{kind: kindUUID}
 	case oidInterval:
-		return scalarType{kind: kindInterval}, true
+		return scalarType{kind: kindInterval}
 	}
-	if category == "E" { // enums have no fixed OID
-		return scalarType{kind: kindText}, true
-	}
-	return scalarType{}, false
+	return scalarType{kind: kindText}
 }
 
 // resolveNumeric maps numeric with its typmod. numeric(p,s) holds values with at most p
@@ -199,22 +205,21 @@ func resolveNumeric(typmod int32) scalarType {
 	return scalarType{kind: kindDecimal, precision: prec, scale: scale}
 }
 
-// resolveColumn maps a column to its type, or returns a TypeError.
-func resolveColumn(table TableName, col *Column) (colType, error) {
+// resolveColumn maps a column to its type. Every column maps: a one-dimensional array of any
+// element type is a list of the element's mapping; a column declared with more than one array
+// dimension, and the vector types int2vector and oidvector (category A, but printed as a
+// space-separated list), are carried as their text.
+func resolveColumn(col *Column) colType {
+	if col.Dims > 1 || col.TypeOID == oidInt2Vector || col.TypeOID == oidOIDVector {
+		return colType{elem: scalarType{kind: kindText}}
+	}
 	if elemOID, ok := arrayElem(col.TypeOID); ok {
-		st, _ := resolveScalar(elemOID, "", col.TypeMod)
-		return colType{list: true, elem: st}, nil
+		return colType{list: true, elem: resolveScalar(elemOID, col.TypeMod)}
 	}
 	if col.Category == "A" && col.ElemOID != 0 {
-		if _, nested := arrayElem(col.ElemOID); !nested {
-			if st, ok := resolveScalar(col.ElemOID, col.ElemCategory, col.TypeMod); ok {
-				return colType{list: true, elem: st}, nil
-			}
-		}
-	} else if st, ok := resolveScalar(col.TypeOID, col.Category, col.TypeMod); ok {
-		return colType{elem: st}, nil
+		return colType{list: true, elem: resolveScalar(col.ElemOID, col.TypeMod)}
 	}
-	return colType{}, &TypeError{Table: table, Column: col.Name, Type: col.TypeName, OID: col.TypeOID}
+	return colType{elem: resolveScalar(col.TypeOID, col.TypeMod)}
 }
 
 // arrowType returns the Arrow type of a scalar.
@@ -226,7 +231,7 @@ func (s scalarType) arrowType() arrow.DataType {
 		return arrow.PrimitiveTypes.Int16
 	case kindInt32:
 		return arrow.PrimitiveTypes.Int32
-	case kindInt64:
+	case kindInt64, kindOID:
 		return arrow.PrimitiveTypes.Int64
 	case kindFloat32:
 		return arrow.PrimitiveTypes.Float32
@@ -269,16 +274,15 @@ func (c colType) arrowType() arrow.DataType {
 // ArrowSchema maps a table's schema to the Arrow schema of its batches: one field per column in
 // Schema order, then the context tail (ContextFields). Each data field carries MetaPGType,
 // MetaKey and MetaNotNull; key fields are not nullable, the others are (delete rows carry only
-// the key). The mapping, from the text form Postgres prints:
+// the key). The mapping, from the text form Postgres prints (docs/types.md has every type and
+// its home in each sink):
 //
 //	int2, int4, int8            int16, int32, int64
+//	oid                         int64
 //	float4, float8              float32, float64 (NaN and ±Infinity kept)
 //	numeric(p,s), p<=38         decimal128(p,s) exactly; NaN/Infinity values are an error
 //	numeric, numeric(p>38)      utf8 holding the exact decimal text (NaN, ±Infinity as text)
 //	bool                        bool
-//	text, varchar, bpchar, name utf8 (bpchar keeps its padding)
-//	json, jsonb, inet, cidr     utf8
-//	enums                       utf8 (the label)
 //	bytea                       binary
 //	date                        date32 (BC dates kept; 'infinity' is an error)
 //	time                        time64[us]
@@ -286,10 +290,14 @@ func (c colType) arrowType() arrow.DataType {
 //	timestamptz                 timestamp[us, "UTC"]
 //	interval                    month_day_nano_interval
 //	uuid                        arrow.uuid extension type (fixed_size_binary(16) storage)
-//	one-dimensional arrays      list<element> of the above
+//	one-dimensional arrays      list<element> of the element's mapping
+//	every other type            utf8 holding the exact text Postgres prints: text types, json(b),
+//	                            inet/cidr, enums, citext, hstore, ltree, geometry, money, timetz,
+//	                            macaddr, bit strings, xml, tsvector, ranges, composites, ...;
+//	                            also columns declared with several array dimensions (int[][])
 //
-// Any other type returns a TypeError for every such column, joined; so does a column named like
-// a context column.
+// Domains are mapped as their base type (the source resolves Column.TypeOID through them). No
+// column is refused for its type; a column named like a context column is an error.
 func ArrowSchema(schema Schema) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(schema.Columns)+NumContextColumns)
 	var errs []error
@@ -300,12 +308,7 @@ func ArrowSchema(schema Schema) (*arrow.Schema, error) {
 				"rename the column, or leave it out of the publication's column list", schema.Table, col.Name))
 			continue
 		}
-		ct, err := resolveColumn(schema.Table, col)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		fields = append(fields, dataField(col, ct))
+		fields = append(fields, dataField(col, resolveColumn(col)))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -207,6 +207,14 @@ type Table struct {
 	Metadata []Metadata `json:"metadata,omitempty"`
 	// Key overrides the source's primary key (column names in SQL syntax); nil keeps it.
 	Key []string `json:"key,omitempty"`
+	// Columns, when set, replicates only these columns (SQL syntax): the publication's column
+	// list for the table. It must hold the key and the replica identity's columns.
+	Columns []string `json:"columns,omitempty"`
+	// ExcludeColumns replicates every column but these (SQL syntax); not with Columns.
+	ExcludeColumns []string `json:"exclude_columns,omitempty"`
+	// Where is a row filter in SQL (the publication's WHERE for the table, Postgres 15+): only
+	// rows for which it is true are replicated, and the backfill reads with the same WHERE.
+	Where string `json:"where,omitempty"`
 }
 
 // Metadata materializes the context column __<From> as the destination column As. From is one
@@ -228,12 +236,21 @@ func (t Table) SourceName() (name batch.TableName, ok bool) {
 
 // KeyColumns returns the key override as column names (quotes removed, unquoted names folded
 // to lower case), or nil when the table keeps its primary key.
-func (t Table) KeyColumns() []string {
-	if t.Key == nil {
+func (t Table) KeyColumns() []string { return columnNames(t.Key) }
+
+// IncludedColumns returns Columns as column names (as KeyColumns does), nil when unset.
+func (t Table) IncludedColumns() []string { return columnNames(t.Columns) }
+
+// ExcludedColumns returns ExcludeColumns as column names (as KeyColumns does), nil when unset.
+func (t Table) ExcludedColumns() []string { return columnNames(t.ExcludeColumns) }
+
+// columnNames turns column names in SQL syntax into the names Postgres stores; nil stays nil.
+func columnNames(list []string) []string {
+	if list == nil {
 		return nil
 	}
-	cols := make([]string, 0, len(t.Key))
-	for _, k := range t.Key {
+	cols := make([]string, 0, len(list))
+	for _, k := range list {
 		name, err := parseIdent(k)
 		if err != nil {
 			name = k

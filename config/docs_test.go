@@ -126,12 +126,16 @@ func docSamples() map[string]any {
 		"tables[].metadata[].from":                        "commit_ts",
 		"tables[].metadata[].as":                          "committed_at",
 		"tables[].key":                                    []any{"id"},
+		"tables[].columns":                                []any{"id", "name"},
+		"tables[].exclude_columns":                        []any{"secret"},
+		"tables[].where":                                  "status <> 'archived'",
 	}
 }
 
 // docVariants are the configs TestDocsAndLoaderAgree loads: one per sink, since only the chosen
 // sink's section may be set, and the Iceberg sink twice, since a sql catalog and a rest catalog
-// take different keys. Each sets every documented key that applies to it.
+// take different keys. Each sets every documented key that applies to it (tables[].columns and
+// exclude_columns exclude each other: some variants set one, the others the other).
 func docVariants() []struct {
 	name, sink string
 	set        map[string]any
@@ -143,12 +147,12 @@ func docVariants() []struct {
 		skip       []string
 	}{
 		{"iceberg sql catalog", SinkIceberg, map[string]any{"sink.iceberg.catalog.type": "sql", "sink.iceberg.catalog.uri": "postgres://iceberg@db.internal:5432/catalog"},
-			[]string{"sink.iceberg.catalog.credential", "sink.iceberg.catalog.token"}},
+			[]string{"sink.iceberg.catalog.credential", "sink.iceberg.catalog.token", "tables[].exclude_columns"}},
 		{"iceberg rest catalog", SinkIceberg, map[string]any{"sink.iceberg.catalog.type": "rest", "sink.iceberg.catalog.uri": "https://catalog.internal/api"},
-			[]string{"sink.iceberg.catalog.dialect"}},
-		{"clickhouse", SinkClickHouse, nil, nil},
-		{"couchbase", SinkCouchbase, nil, nil},
-		{"plugin", SinkPlugin, nil, nil},
+			[]string{"sink.iceberg.catalog.dialect", "tables[].exclude_columns"}},
+		{"clickhouse", SinkClickHouse, nil, []string{"tables[].exclude_columns"}},
+		{"couchbase", SinkCouchbase, nil, []string{"tables[].columns"}},
+		{"plugin", SinkPlugin, nil, []string{"tables[].columns"}},
 	}
 }
 

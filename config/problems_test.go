@@ -275,6 +275,11 @@ func problemCases() []problemCase {
 		{"key empty", []edit{set("tables.0.key", []any{})}, []want{{"tables[0].key", "empty; list the key columns, such as [id], or remove key to use the primary key"}}},
 		{"key column invalid", []edit{set("tables.0.key", []any{"id", "a.b"})}, []want{{"tables[0].key[1]", `"a.b" is not a column name`}}},
 		{"key column duplicate", []edit{set("tables.0.key", []any{"id", "ID"})}, []want{{"tables[0].key[1]", `"ID" is already listed as tables[0].key[0]`}}},
+		{"columns and exclude_columns", []edit{set("tables.0.columns", []any{"id"}), set("tables.0.exclude_columns", []any{"secret"})}, []want{{"tables[0].exclude_columns", "set together with columns"}}},
+		{"columns empty", []edit{set("tables.0.columns", []any{})}, []want{{"tables[0].columns", "empty; list column names"}}},
+		{"exclude_columns duplicate", []edit{set("tables.0.exclude_columns", []any{"a", "A"})}, []want{{"tables[0].exclude_columns[1]", `"A" is already listed as tables[0].exclude_columns[0]`}}},
+		{"columns invalid", []edit{set("tables.0.columns", []any{"a.b"})}, []want{{"tables[0].columns[0]", `"a.b" is not a column name`}}},
+		{"where with a semicolon", []edit{set("tables.0.where", "id > 1; DROP TABLE x")}, []want{{"tables[0].where", "contains ';'"}}},
 	}
 }
 

@@ -34,6 +34,41 @@ func (v *validator) tables(c *Config) {
 		}
 		v.metadata(p, t.Metadata)
 		v.key(p+".key", t.Key)
+		v.filters(p, t)
+	}
+}
+
+// filters checks a table's column list (columns or exclude_columns, not both) and row filter.
+// Whether the columns exist and the filter is valid is checked against the database.
+func (v *validator) filters(tablePath string, t Table) {
+	if t.Columns != nil && t.ExcludeColumns != nil {
+		v.ps.add(tablePath+".exclude_columns", "set together with columns; list the columns to replicate (columns) or those to leave out (exclude_columns), not both")
+	}
+	for _, l := range []struct {
+		key  string
+		cols []string
+	}{{"columns", t.Columns}, {"exclude_columns", t.ExcludeColumns}} {
+		path := tablePath + "." + l.key
+		if l.cols != nil && len(l.cols) == 0 {
+			v.ps.add(path, "empty; list column names, such as [id, name], or remove %s", l.key)
+		}
+		seen := map[string]int{}
+		for i, c := range l.cols {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			name, err := parseIdent(c)
+			if err != nil {
+				v.ps.add(p, "%q is not a column name: %v", c, err)
+				continue
+			}
+			if j, dup := seen[name]; dup {
+				v.ps.add(p, "%q is already listed as %s[%d]", c, path, j)
+				continue
+			}
+			seen[name] = i
+		}
+	}
+	if strings.Contains(t.Where, ";") {
+		v.ps.add(tablePath+".where", "contains ';'; write one SQL boolean expression over the table's columns, such as status <> 'archived'")
 	}
 }
 

@@ -74,8 +74,19 @@ func SourceConfigs(cfg *config.Config) activities.SourceConfigs {
 		if pipeline != cfg.Pipeline {
 			return source.Config{}, fmt.Errorf("this worker serves pipeline %q, not %q: start a worker with that pipeline's config", cfg.Pipeline, pipeline)
 		}
-		return source.Config{DSN: cfg.Source.DSN, Slot: cfg.Source.Slot, Publication: cfg.Source.Publication}, nil
+		return source.Config{DSN: cfg.Source.DSN, Slot: cfg.Source.Slot, Publication: cfg.Source.Publication, Tables: SourceTables(cfg)}, nil
 	}
+}
+
+// SourceTables are cfg's tables as the source sees them: name, key, column list and row filter.
+func SourceTables(cfg *config.Config) []source.TableConfig {
+	out := make([]source.TableConfig, 0, len(cfg.Tables))
+	for _, t := range cfg.Tables {
+		name, _ := t.SourceName()
+		out = append(out, source.TableConfig{Table: name, Key: t.Key,
+			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where})
+	}
+	return out
 }
 
 // Sinks opens the pipeline's sink on first use and shares it; it implements

@@ -24,6 +24,8 @@ as_root() {
 install_debian() {
   local missing=()
   [ -x /usr/lib/postgresql/15/bin/postgres ] || missing+=(postgresql-15 postgresql-client-15)
+  # PostGIS, for the tests of every type (citext, hstore and ltree come with postgresql-15).
+  [ -f /usr/share/postgresql/15/extension/postgis.control ] || missing+=(postgresql-15-postgis-3)
   command -v clickhouse-server >/dev/null || missing+=(clickhouse-server clickhouse-client)
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing Debian packages: ${missing[*]}"

@@ -21,6 +21,20 @@ type TableConfig struct {
 	// REPLICA IDENTITY FULL, or USING INDEX over an index that contains them. Empty means the
 	// primary key.
 	Key []string `json:"key,omitempty"`
+	// Columns, when set, is the only columns replicated (the publication's column list for the
+	// table); it must hold the key and the replica identity's columns.
+	Columns []string `json:"columns,omitempty"`
+	// ExcludeColumns are columns left out of the publication's column list; every other column
+	// is replicated. At most one of Columns and ExcludeColumns is set.
+	ExcludeColumns []string `json:"exclude_columns,omitempty"`
+	// Where is a row filter (the publication's WHERE for the table, Postgres 15 or later), in SQL:
+	// only rows for which it is true are replicated; the backfill reads with the same WHERE.
+	Where string `json:"where,omitempty"`
+}
+
+// filtered reports whether t replicates only some columns or rows.
+func (t TableConfig) filtered() bool {
+	return len(t.Columns) > 0 || len(t.ExcludeColumns) > 0 || t.Where != ""
 }
 
 // Config says where a pipeline reads from: the database, the pipeline's slot and publication and
@@ -71,6 +85,18 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Sprintf("tables[%d].key: table %s: key column %q is empty or repeated", i, t.Table, k))
 			}
 			cols[k] = true
+		}
+		if len(t.Columns) > 0 && len(t.ExcludeColumns) > 0 {
+			errs = append(errs, fmt.Sprintf("tables[%d]: table %s: set columns or exclude_columns, not both", i, t.Table))
+		}
+		for _, list := range [][]string{t.Columns, t.ExcludeColumns} {
+			seen := map[string]bool{}
+			for _, c := range list {
+				if c == "" || seen[c] {
+					errs = append(errs, fmt.Sprintf("tables[%d]: table %s: column %q is empty or repeated", i, t.Table, c))
+				}
+				seen[c] = true
+			}
 		}
 	}
 	if len(errs) > 0 {

@@ -13,9 +13,10 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// columnResolver builds the batch.Column of a column of type oid with typmod from the catalog
-// (type name, domain base type, category, array element). Key and NotNull are left unset.
-type columnResolver func(ctx context.Context, name string, oid uint32, typmod int32) (batch.Column, error)
+// columnResolver builds the batch.Column of column name of relation rel, of type oid with
+// typmod, from the catalog (type name, domain base type, category, array element, declared array
+// dimensions). Key and NotNull are left unset.
+type columnResolver func(ctx context.Context, rel uint32, name string, oid uint32, typmod int32) (batch.Column, error)
 
 // relation is the decoder's view of one relation ID: the schema its tuples follow.
 type relation struct {
@@ -34,6 +35,10 @@ type decoder struct {
 	only    bool                       // drop changes of tables not in known (set for a FOR ALL TABLES publication)
 	rels    map[uint32]*relation
 	ignored map[uint32]batch.TableName
+	// pending holds the RELATION of a table not known (FOR TABLE publication) until a change of
+	// it arrives: with publish_via_partition_root pgoutput describes a partition after its
+	// root's RELATION, but its changes arrive as the root's, so the partition's is never used.
+	pending map[uint32]*pglogrepl.RelationMessage
 	log     *slog.Logger
 
 	inTxn bool
@@ -49,6 +54,7 @@ func newDecoder(resolve columnResolver, schemas []batch.Schema, log *slog.Logger
 		oids:    map[uint32]batch.TableName{},
 		rels:    map[uint32]*relation{},
 		ignored: map[uint32]batch.TableName{},
+		pending: map[uint32]*pglogrepl.RelationMessage{},
 		log:     log,
 	}
 	for _, s := range schemas {
@@ -86,13 +92,13 @@ func (d *decoder) decode(ctx context.Context, msg pglogrepl.Message, emit func(E
 	case *pglogrepl.RelationMessage:
 		return d.relation(ctx, m, emit)
 	case *pglogrepl.InsertMessage:
-		return d.change(m.RelationID, emit, func(r *relation) (batch.Change, error) { return d.insert(r, m) })
+		return d.change(ctx, m.RelationID, emit, func(r *relation) (batch.Change, error) { return d.insert(r, m) })
 	case *pglogrepl.UpdateMessage:
-		return d.change(m.RelationID, emit, func(r *relation) (batch.Change, error) { return d.update(r, m) })
+		return d.change(ctx, m.RelationID, emit, func(r *relation) (batch.Change, error) { return d.update(r, m) })
 	case *pglogrepl.DeleteMessage:
-		return d.change(m.RelationID, emit, func(r *relation) (batch.Change, error) { return d.delete(r, m) })
+		return d.change(ctx, m.RelationID, emit, func(r *relation) (batch.Change, error) { return d.delete(r, m) })
 	case *pglogrepl.TruncateMessage:
-		return d.truncate(m, emit)
+		return d.truncate(ctx, m, emit)
 	case *pglogrepl.TypeMessage, *pglogrepl.OriginMessage, *pglogrepl.LogicalDecodingMessage:
 		return nil
 	default:
@@ -101,9 +107,12 @@ func (d *decoder) decode(ctx context.Context, msg pglogrepl.Message, emit func(E
 }
 
 // change decodes one row change of relation id with build and emits it.
-func (d *decoder) change(id uint32, emit func(Event) error, build func(*relation) (batch.Change, error)) error {
+func (d *decoder) change(ctx context.Context, id uint32, emit func(Event) error, build func(*relation) (batch.Change, error)) error {
 	if !d.inTxn {
 		return fmt.Errorf("decoding pgoutput: row change of relation %d outside a transaction", id)
+	}
+	if err := d.usePending(ctx, id, emit); err != nil {
+		return err
 	}
 	r, ok := d.rels[id]
 	if !ok {
@@ -182,11 +191,14 @@ func (d *decoder) delete(r *relation, m *pglogrepl.DeleteMessage) (batch.Change,
 	return batch.Change{Op: batch.OpDelete, Values: keyValues(old, r.keys)}, nil
 }
 
-func (d *decoder) truncate(m *pglogrepl.TruncateMessage, emit func(Event) error) error {
+func (d *decoder) truncate(ctx context.Context, m *pglogrepl.TruncateMessage, emit func(Event) error) error {
 	if !d.inTxn {
 		return fmt.Errorf("decoding pgoutput: TRUNCATE outside a transaction")
 	}
 	for _, id := range m.RelationIDs {
+		if err := d.usePending(ctx, id, emit); err != nil {
+			return err
+		}
 		r, ok := d.rels[id]
 		if !ok {
 			if _, skip := d.ignored[id]; skip {
@@ -279,6 +291,28 @@ func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, em
 		d.ignored[m.RelationID] = name
 		return nil
 	}
+	delete(d.pending, m.RelationID)
+	if old == nil {
+		d.pending[m.RelationID] = m
+		return nil
+	}
+	return d.describe(ctx, m, old, emit)
+}
+
+// usePending describes relation id from its held RELATION message when a change of it arrives.
+func (d *decoder) usePending(ctx context.Context, id uint32, emit func(Event) error) error {
+	m, ok := d.pending[id]
+	if !ok {
+		return nil
+	}
+	delete(d.pending, id)
+	return d.describe(ctx, m, nil, emit)
+}
+
+// describe caches the relation of m, whose columns were known as old (nil: a table not known),
+// and emits a SchemaEvent when they differ (or the table was unknown).
+func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, old *batch.Schema, emit func(Event) error) error {
+	name := batch.TableName{Schema: m.Namespace, Name: m.RelationName}
 	ev, err := d.diff(ctx, m, name, old)
 	if err != nil {
 		return err
@@ -309,7 +343,7 @@ func (d *decoder) diff(ctx context.Context, m *pglogrepl.RelationMessage, name b
 		ev.Renamed = true
 	}
 	for _, mc := range m.Columns {
-		c, err := d.resolve(ctx, mc.Name, mc.DataType, mc.TypeModifier)
+		c, err := d.resolve(ctx, m.RelationID, mc.Name, mc.DataType, mc.TypeModifier)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", name, err)
 		}

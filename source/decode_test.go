@@ -17,7 +17,7 @@ var testTable = batch.TableName{Schema: "public", Name: "t"}
 
 // fakeResolve resolves types without a catalog: built-in OIDs map to themselves, 90000 is a
 // domain over int4.
-func fakeResolve(_ context.Context, name string, oid uint32, typmod int32) (batch.Column, error) {
+func fakeResolve(_ context.Context, _ uint32, name string, oid uint32, typmod int32) (batch.Column, error) {
 	names := map[uint32]string{23: "integer", 25: "text", 20: "bigint", 90000: "posint"}
 	n, ok := names[oid]
 	if !ok {

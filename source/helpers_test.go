@@ -255,13 +255,19 @@ func readAll(t *testing.T, snap *Snapshot, schema batch.Schema, n int) []batch.C
 // tableRows reads the current rows of a table through a fresh snapshot-free query, in text.
 func (db *testDB) tableRows(t *testing.T, schema batch.Schema) rowMap {
 	t.Helper()
+	return db.tableRowsWhere(t, schema, "")
+}
+
+// tableRowsWhere is tableRows of the rows the row filter where keeps ("" for every row).
+func (db *testDB) tableRowsWhere(t *testing.T, schema batch.Schema, where string) rowMap {
+	t.Helper()
 	ctx := context.Background()
 	f, err := OpenFetcher(ctx, Config{DSN: db.dsn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close(ctx)
-	sql, err := chunkQuery(schema, false, 1<<30)
+	sql, err := chunkQuery(schema, where, false, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,10 @@ func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
 	}
 	add(slotProblems(cfg, slot, pub)...)
 	resolver := newTypeResolver(conn)
+	configured := map[batch.TableName]bool{}
+	for _, tc := range cfg.Tables {
+		configured[tc.Table] = true
+	}
 	for _, tc := range cfg.Tables {
 		ti, err := readTable(ctx, conn, tc.Table)
 		if err != nil {
@@ -56,10 +60,24 @@ func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
 		if !ti.Exists {
 			continue
 		}
+		where, bad, err := normalizeWhere(ctx, conn, ti, tc)
+		if err != nil {
+			return nil, err
+		}
+		if bad != nil {
+			ps = append(ps, *bad)
+			add(*bad)
+		}
+		fps := append(filterProblems(ti, tc, where), partitionProblems(cfg.Publication, pub, ti, configured)...)
+		add(fps...)
 		add(publicationProblems(cfg.Publication, pub, ti)...)
-		if len(ps) > 0 {
+		if bad == nil {
+			add(publicationFilterProblems(cfg.Publication, pub, ti, tc, where)...)
+		}
+		if len(ps)+len(fps) > 0 {
 			continue
 		}
+		ti.Columns = publishedColumns(ti.Columns, tc)
 		s, err := buildSchema(ctx, resolver, ti, keyColumns(ti, tc.Key))
 		if err != nil {
 			return nil, err
@@ -117,10 +135,10 @@ func tableProblems(t tableInfo, configured []string) []Problem {
 			Fix: "create the table, or remove it from the pipeline's tables (names are case-sensitive)"}}
 	}
 	var ps []Problem
-	if t.Kind != "r" {
+	if t.Kind != "r" && t.Kind != "p" {
 		ps = append(ps, Problem{Subject: subject,
-			Message: fmt.Sprintf("is not an ordinary table (relkind %q); partitioned tables, views and foreign tables are not supported", t.Kind),
-			Fix:     "replicate the partitions (or the underlying tables) instead"})
+			Message: fmt.Sprintf("is not a table (relkind %q); views, materialized views and foreign tables cannot be replicated", t.Kind),
+			Fix:     "replicate the underlying tables instead"})
 	}
 	if !t.CanRead {
 		ps = append(ps, Problem{Subject: subject, Message: "the connecting role cannot SELECT from it (the backfill reads it)",
@@ -207,20 +225,17 @@ func arrowTypeCheck(table batch.TableName) func(batch.Column) error {
 	}
 }
 
-// typeProblems asks check about every column of s.
+// typeProblems asks check about every column of s. Every Postgres type maps (docs/types.md), so
+// the batch mapping only refuses a column named like a context column; a destination's check
+// (Config.CheckType) may refuse more.
 func typeProblems(s batch.Schema, check func(batch.Column) error) []Problem {
 	var ps []Problem
 	for _, c := range s.Columns {
-		err := check(c)
-		if err == nil {
-			continue
+		if err := check(c); err != nil {
+			ps = append(ps, Problem{Subject: fmt.Sprintf("column %s.%s", s.Table, c.Name),
+				Message: fmt.Sprintf("(type %s) cannot be carried: %v", c.TypeName, err),
+				Fix:     "rename the column, or remove the table from the pipeline"})
 		}
-		msg := fmt.Sprintf("has type %s, which sluice cannot carry: %v", c.TypeName, err)
-		if te := (*batch.TypeError)(nil); errors.As(err, &te) {
-			msg = fmt.Sprintf("has type %s (oid %d), which has no Arrow mapping", c.TypeName, c.TypeOID)
-		}
-		ps = append(ps, Problem{Subject: fmt.Sprintf("column %s.%s", s.Table, c.Name), Message: msg,
-			Fix: "change the column to a supported type (integers, float4/8, numeric, bool, text types, bytea, date, time, timestamp(tz), interval, uuid, json(b), inet/cidr, enums, one-dimensional arrays of these), or remove the table from the pipeline"})
 	}
 	return ps
 }
@@ -229,6 +244,7 @@ func typeProblems(s batch.Schema, check func(batch.Column) error) []Problem {
 type publication struct {
 	Exists    bool
 	AllTables bool
+	ViaRoot   bool              // publish_via_partition_root
 	Actions   []string          // the missing actions among insert, update, delete, truncate
 	Tables    map[string]pubRel // schema.name -> row filter / column list facts
 	CanCreate bool              // CREATE on the database (needed to create it)
@@ -236,8 +252,8 @@ type publication struct {
 
 // pubRel is one table of a publication.
 type pubRel struct {
-	RowFilter  bool
-	ColumnList bool
+	Where   string   // the row filter as pg_get_expr prints it; "" for none
+	Columns []string // the column list in table order; nil for every column
 }
 
 func readPublication(ctx context.Context, conn *pgx.Conn, name string) (publication, error) {
@@ -246,8 +262,8 @@ func readPublication(ctx context.Context, conn *pgx.Conn, name string) (publicat
 		return p, fmt.Errorf("reading database privileges: %w", err)
 	}
 	var ins, upd, del, trunc bool
-	err := conn.QueryRow(ctx, `SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate FROM pg_catalog.pg_publication WHERE pubname = $1`, name).
-		Scan(&p.AllTables, &ins, &upd, &del, &trunc)
+	err := conn.QueryRow(ctx, `SELECT puballtables, pubinsert, pubupdate, pubdelete, pubtruncate, pubviaroot FROM pg_catalog.pg_publication WHERE pubname = $1`, name).
+		Scan(&p.AllTables, &ins, &upd, &del, &trunc, &p.ViaRoot)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, nil
 	}
@@ -262,7 +278,9 @@ func readPublication(ctx context.Context, conn *pgx.Conn, name string) (publicat
 	}
 	slices.Sort(p.Actions)
 	rows, err := conn.Query(ctx, `
-SELECT n.nspname || '.' || c.relname, r.prqual IS NOT NULL, r.prattrs IS NOT NULL
+SELECT n.nspname || '.' || c.relname, coalesce(pg_catalog.pg_get_expr(r.prqual, r.prrelid), ''),
+       (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_catalog.pg_attribute a
+        WHERE r.prattrs IS NOT NULL AND a.attrelid = r.prrelid AND a.attnum = ANY(r.prattrs::int2[]))
 FROM pg_catalog.pg_publication_rel r JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid
 JOIN pg_catalog.pg_class c ON c.oid = r.prrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE p.pubname = $1`, name)
@@ -274,7 +292,7 @@ WHERE p.pubname = $1`, name)
 		tname string
 		rel   pubRel
 	)
-	_, err = pgx.ForEachRow(rows, []any{&tname, &rel.RowFilter, &rel.ColumnList}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&tname, &rel.Where, &rel.Columns}, func() error {
 		p.Tables[tname] = rel
 		return nil
 	})
@@ -300,16 +318,7 @@ func publicationProblems(name string, p publication, t tableInfo) []Problem {
 		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("does not publish %s: those changes of table %s would be skipped", strings.Join(p.Actions, ", "), t.Name),
 			Fix: fmt.Sprintf("ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate')", quoteIdent(name))})
 	}
-	if rel, ok := p.Tables[t.Name.String()]; ok {
-		if rel.RowFilter {
-			ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("has a row filter (WHERE) on table %s: filtered rows would be skipped silently", t.Name),
-				Fix: fmt.Sprintf("ALTER PUBLICATION %s SET TABLE ... without a WHERE clause for %s", quoteIdent(name), t.Name)})
-		}
-		if rel.ColumnList {
-			ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("has a column list on table %s: unlisted columns would be missing", t.Name),
-				Fix: fmt.Sprintf("ALTER PUBLICATION %s SET TABLE ... without a column list for %s", quoteIdent(name), t.Name)})
-		}
-	} else if !p.AllTables && !t.IsOwner {
+	if _, ok := p.Tables[t.Name.String()]; !ok && !p.AllTables && !t.IsOwner {
 		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("does not include table %s and adding it needs ownership of the table", t.Name),
 			Fix: fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s (as the table owner)", quoteIdent(name), quoteTable(t.Name))})
 	}

@@ -80,8 +80,8 @@ func TestQueries(t *testing.T) {
 	tests := []struct {
 		name, got, want string
 	}{
-		{"first chunk", must(chunkQuery(s, false, 10)), `SELECT "a", "doc", "b" FROM "shop"."Or""ders" ORDER BY "a", "b" LIMIT 10`},
-		{"next chunk", must(chunkQuery(s, true, 10)), `SELECT "a", "doc", "b" FROM "shop"."Or""ders" WHERE ("a", "b") > ($1, $2) ORDER BY "a", "b" LIMIT 10`},
+		{"first chunk", must(chunkQuery(s, "", false, 10)), `SELECT "a", "doc", "b" FROM "shop"."Or""ders" ORDER BY "a", "b" LIMIT 10`},
+		{"next chunk", must(chunkQuery(s, "", true, 10)), `SELECT "a", "doc", "b" FROM "shop"."Or""ders" WHERE ("a", "b") > ($1, $2) ORDER BY "a", "b" LIMIT 10`},
 		{"lookup", lookupQuery(s, []int{1}, 2), `SELECT "a", "b", "doc" FROM "shop"."Or""ders" WHERE ("a", "b") IN (($1, $2), ($3, $4))`},
 	}
 	for _, tt := range tests {
@@ -92,7 +92,7 @@ func TestQueries(t *testing.T) {
 			}
 		})
 	}
-	if _, err := chunkQuery(batch.Schema{Table: testTable, Columns: []batch.Column{{Name: "x"}}}, false, 1); err == nil {
+	if _, err := chunkQuery(batch.Schema{Table: testTable, Columns: []batch.Column{{Name: "x"}}}, "", false, 1); err == nil {
 		t.Error("a table without key columns must be an error")
 	}
 }

@@ -97,8 +97,9 @@ func (r *typeResolver) name(ctx context.Context, oid uint32, typmod int32) (stri
 	return n, nil
 }
 
-// column builds a batch.Column for an attribute of type oid with typmod.
-func (r *typeResolver) column(ctx context.Context, name string, oid uint32, typmod int32) (batch.Column, error) {
+// column builds a batch.Column for an attribute of type oid with typmod, declared with dims
+// array dimensions (pg_attribute.attndims).
+func (r *typeResolver) column(ctx context.Context, name string, oid uint32, typmod int32, dims int) (batch.Column, error) {
 	ti, err := r.info(ctx, oid)
 	if err != nil {
 		return batch.Column{}, fmt.Errorf("column %s: %w", name, err)
@@ -115,7 +116,27 @@ func (r *typeResolver) column(ctx context.Context, name string, oid uint32, typm
 		Category:     ti.Category,
 		ElemOID:      ti.ElemOID,
 		ElemCategory: ti.ElemCategory,
+		Dims:         dims,
 	}, nil
+}
+
+// relColumn is column for attribute name of relation rel as a RELATION message describes it
+// (which does not carry the declared array dimensions): for an array type, attndims is read
+// from the catalog.
+func (r *typeResolver) relColumn(ctx context.Context, rel uint32, name string, oid uint32, typmod int32) (batch.Column, error) {
+	ti, err := r.info(ctx, oid)
+	if err != nil {
+		return batch.Column{}, fmt.Errorf("column %s: %w", name, err)
+	}
+	dims := 0
+	if ti.Category == "A" {
+		err := r.q.QueryRow(ctx, `SELECT attndims FROM pg_catalog.pg_attribute WHERE attrelid = $1 AND attname = $2 AND NOT attisdropped`,
+			rel, name).Scan(&dims)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) { // dropped since: the declared dimensions no longer matter
+			return batch.Column{}, fmt.Errorf("column %s: reading its array dimensions: %w", name, err)
+		}
+	}
+	return r.column(ctx, name, oid, typmod, dims)
 }
 
 // tableInfo is what the catalog says about one table: its columns and its identity.
@@ -130,6 +151,10 @@ type tableInfo struct {
 	Tuples   float64  // pg_class.reltuples: an estimate, -1 when never analyzed
 	CanRead  bool     // SELECT privilege
 	IsOwner  bool     // the current role is (a member of) the owner
+	// Ancestors are the partitioned tables t is a partition of, nearest first; PartKey is the
+	// partition key's columns of a partitioned table ("" for an expression). See partition.go.
+	Ancestors []batch.TableName
+	PartKey   []string
 }
 
 // attr is one column as pg_attribute holds it.
@@ -138,6 +163,7 @@ type attr struct {
 	TypeOID uint32
 	TypeMod int32
 	NotNull bool
+	Dims    int // attndims
 }
 
 func (t tableInfo) hasColumn(name string) (attr, bool) {
@@ -168,7 +194,7 @@ WHERE n.nspname = $1 AND c.relname = $2`, name.Schema, name.Name).
 	}
 	ti.Exists = true
 	rows, err := q.Query(ctx, `
-SELECT attname, atttypid, atttypmod, attnotnull FROM pg_catalog.pg_attribute
+SELECT attname, atttypid, atttypmod, attnotnull, attndims FROM pg_catalog.pg_attribute
 WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped AND attgenerated = ''
 ORDER BY attnum`, oid)
 	if err != nil {
@@ -176,7 +202,7 @@ ORDER BY attnum`, oid)
 	}
 	ti.Columns, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (attr, error) {
 		var a attr
-		err := r.Scan(&a.Name, &a.TypeOID, &a.TypeMod, &a.NotNull)
+		err := r.Scan(&a.Name, &a.TypeOID, &a.TypeMod, &a.NotNull, &a.Dims)
 		return a, err
 	})
 	if err != nil {
@@ -187,6 +213,9 @@ ORDER BY attnum`, oid)
 	}
 	if ti.IdentIdx, err = indexColumns(ctx, q, oid, "indisreplident"); err != nil {
 		return ti, fmt.Errorf("reading replica identity index of table %s: %w", name, err)
+	}
+	if err := readPartitioning(ctx, q, oid, &ti); err != nil {
+		return ti, err
 	}
 	return ti, nil
 }
@@ -218,7 +247,7 @@ func keyColumns(t tableInfo, configured []string) []string {
 func buildSchema(ctx context.Context, r *typeResolver, t tableInfo, key []string) (batch.Schema, error) {
 	s := batch.Schema{Table: t.Name, Columns: make([]batch.Column, 0, len(t.Columns))}
 	for _, a := range t.Columns {
-		c, err := r.column(ctx, a.Name, a.TypeOID, a.TypeMod)
+		c, err := r.column(ctx, a.Name, a.TypeOID, a.TypeMod, a.Dims)
 		if err != nil {
 			return batch.Schema{}, fmt.Errorf("table %s: %w", t.Name, err)
 		}
@@ -231,9 +260,11 @@ func buildSchema(ctx context.Context, r *typeResolver, t tableInfo, key []string
 
 // DiscoverSchema reads the schema of one table from the catalog of the database conn is
 // connected to: columns in attnum order (dropped and generated columns excluded, as pgoutput
-// does), their types resolved through domains, and the key (key, or the primary key when key is
+// does; only the published ones when tc has a column list: tc.Columns or tc.ExcludeColumns),
+// their types resolved through domains, and the key (tc.Key, or the primary key when it is
 // empty). It returns a permanent error when the table does not exist or has no key.
-func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, key []string) (batch.Schema, error) {
+func DiscoverSchema(ctx context.Context, conn *pgx.Conn, tc TableConfig) (batch.Schema, error) {
+	table := tc.Table
 	ti, err := readTable(ctx, conn, table)
 	if err != nil {
 		return batch.Schema{}, err
@@ -241,7 +272,7 @@ func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, 
 	if !ti.Exists {
 		return batch.Schema{}, permanentf("table %s does not exist: create it or remove it from the pipeline's tables", table)
 	}
-	k := keyColumns(ti, key)
+	k := keyColumns(ti, tc.Key)
 	if len(k) == 0 {
 		return batch.Schema{}, permanentf("table %s has no primary key: add one, or name a key for it in the pipeline config", table)
 	}
@@ -250,5 +281,6 @@ func DiscoverSchema(ctx context.Context, conn *pgx.Conn, table batch.TableName, 
 			return batch.Schema{}, permanentf("table %s has no column %q named in its key: fix the key in the pipeline config", table, name)
 		}
 	}
+	ti.Columns = publishedColumns(ti.Columns, tc)
 	return buildSchema(ctx, newTypeResolver(conn), ti, k)
 }

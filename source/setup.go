@@ -22,6 +22,10 @@ type Info struct {
 	// resume from the stream and must be resynced.
 	ConfirmedLSN uint64
 	SlotCreated  bool // Setup created the slot (a new pipeline: every table needs a backfill)
+	// SlotSince is the LSN the slot was created at (0: unknown, a slot that existed before
+	// Setup kept records). The slot delivers only transactions committing after it, so a table
+	// whose committed position is older would miss the changes in between: it must be resynced.
+	SlotSince uint64
 }
 
 // Setup prepares the source for a pipeline: it runs the preflight checks (returning a permanent
@@ -39,6 +43,18 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 		return Info{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// A lost slot first: its preflight problem would hide that it is lost.
+	before, err := readSlot(ctx, conn, cfg.Slot)
+	if err != nil {
+		return Info{}, err
+	}
+	rec, err := readSlotRecord(ctx, conn, cfg.Publication)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := checkSlotLost(before, rec, cfg.Slot); err != nil {
+		return Info{}, err
+	}
 	problems, err := check(ctx, conn, cfg)
 	if err != nil {
 		return Info{}, err
@@ -50,7 +66,17 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 		return Info{}, err
 	}
 	info := Info{}
-	if info.SlotCreated, err = ensureSlot(ctx, conn, cfg.Slot, log); err != nil {
+	var created uint64
+	if created, err = ensureSlot(ctx, conn, cfg.Slot, log); err != nil {
+		return Info{}, err
+	}
+	info.SlotCreated = created != 0
+	if info.SlotCreated {
+		if err := writeSlotRecord(ctx, conn, cfg.Publication, cfg.Slot, created); err != nil {
+			return Info{}, err
+		}
+		info.SlotSince = created
+	} else if info.SlotSince, err = ensureSlotRecorded(ctx, conn, cfg, rec, log); err != nil {
 		return Info{}, err
 	}
 	if info.ID, err = Identify(ctx, cfg); err != nil {
@@ -62,7 +88,7 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 	}
 	info.ConfirmedLSN = s.Confirmed
 	for _, tc := range cfg.Tables {
-		schema, err := DiscoverSchema(ctx, conn, tc.Table, tc.Key)
+		schema, err := DiscoverSchema(ctx, conn, tc)
 		if err != nil {
 			return Info{}, err
 		}
@@ -86,57 +112,63 @@ func Identify(ctx context.Context, cfg Config) (batch.SourceID, error) {
 	return batch.SourceID{SystemID: sys.SystemID, Timeline: sys.Timeline, Slot: cfg.Slot}, nil
 }
 
-// ensurePublication creates the publication FOR TABLE the configured tables, or adds the tables
-// it lacks.
+// ensurePublication creates the publication FOR TABLE the configured tables (each with the
+// column list and row filter its config asks for, partitioned tables published through their
+// root), or adds the tables it lacks.
 func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slog.Logger) error {
 	pub, err := readPublication(ctx, conn, cfg.Publication)
 	if err != nil {
 		return err
 	}
-	if !pub.Exists {
-		names := make([]string, len(cfg.Tables))
-		for i, t := range cfg.Tables {
-			names[i] = quoteTable(t.Table)
-		}
-		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate')",
-			quoteIdent(cfg.Publication), strings.Join(names, ", "))
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
-		}
-		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(names)))
-		return nil
-	}
 	if pub.AllTables {
 		return nil
 	}
+	var clauses []string
 	for _, t := range cfg.Tables {
 		if _, ok := pub.Tables[t.Table.String()]; ok {
 			continue
 		}
-		sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), quoteTable(t.Table))
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("adding table %s to publication %s: %w", t.Table, cfg.Publication, err)
+		ti, err := readTable(ctx, conn, t.Table)
+		if err != nil {
+			return err
 		}
-		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, t.Table.String()))
+		clauses = append(clauses, pubTable(ti, t))
+	}
+	if !pub.Exists {
+		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate', publish_via_partition_root = true)",
+			quoteIdent(cfg.Publication), strings.Join(clauses, ", "))
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
+		}
+		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(clauses)))
+		return nil
+	}
+	for _, c := range clauses {
+		sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), c)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("adding table %s to publication %s: %w", c, cfg.Publication, err)
+		}
+		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, c))
 	}
 	return nil
 }
 
-// ensureSlot creates the pipeline's logical slot with pgoutput when it does not exist.
-func ensureSlot(ctx context.Context, conn *pgx.Conn, name string, log *slog.Logger) (bool, error) {
+// ensureSlot creates the pipeline's logical slot with pgoutput when it does not exist, and
+// returns the LSN it was created at (its consistent point); 0 when it existed.
+func ensureSlot(ctx context.Context, conn *pgx.Conn, name string, log *slog.Logger) (uint64, error) {
 	s, err := readSlot(ctx, conn, name)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	if s.Exists {
-		return false, nil
+		return 0, nil
 	}
 	var lsn string
 	if err := conn.QueryRow(ctx, `SELECT lsn::text FROM pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')`, name).Scan(&lsn); err != nil {
-		return false, fmt.Errorf("creating replication slot %s: %w", name, err)
+		return 0, fmt.Errorf("creating replication slot %s: %w", name, err)
 	}
 	log.Info("created replication slot", slog.String(logSlot, name), slog.String(logLSN, lsn))
-	return true, nil
+	return parseLSN(lsn)
 }
 
 // Teardown drops the pipeline's slot and publication, when they exist. The slot must not be in

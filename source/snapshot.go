@@ -42,6 +42,7 @@ type Snapshot struct {
 	lsn   uint64
 	ts    time.Time
 	slot  string
+	where map[batch.TableName]string // the row filters of the configured tables (tables[].where)
 }
 
 // OpenSnapshot exports a snapshot and opens a transaction that reads under it.
@@ -94,7 +95,10 @@ func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 	if _, err := conn.Exec(ctx, begin).ReadAll(); err != nil {
 		return nil, fmt.Errorf("importing snapshot %s: %w", res.SnapshotName, err)
 	}
-	s = &Snapshot{rconn: rconn, conn: conn, name: res.SnapshotName, lsn: lsn, slot: tmp}
+	s = &Snapshot{rconn: rconn, conn: conn, name: res.SnapshotName, lsn: lsn, slot: tmp, where: map[batch.TableName]string{}}
+	for _, t := range cfg.Tables {
+		s.where[t.Table] = t.Where
+	}
 	row, err := s.queryRow(ctx, `SELECT now()::text, (SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots WHERE slot_name = $1)`, []byte(cfg.Slot))
 	if err != nil {
 		return nil, fmt.Errorf("reading the snapshot's time: %w", err)
@@ -165,7 +169,8 @@ func (s *Snapshot) Estimate(ctx context.Context, table batch.TableName) (int64, 
 	return strconv.ParseInt(string(row[0]), 10, 64)
 }
 
-// ReadChunk reads up to limit rows of the table in key order, after the row whose values are
+// ReadChunk reads up to limit rows of the table in key order (only those its row filter keeps,
+// when cfg.Tables of OpenSnapshot gives it one), after the row whose values are
 // after (the Values of the last row of the previous chunk; nil for the first chunk). Rows come
 // as OpSnapshot changes at (LSN, 0) with values in the text form the stream uses. Fewer than
 // limit rows means the table is done. The schema must be the one the snapshot sees.
@@ -195,7 +200,7 @@ func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []b
 	if limit <= 0 {
 		return nil, fmt.Errorf("reading table %s: chunk size must be positive, got %d", schema.Table, limit)
 	}
-	sql, err := chunkQuery(schema, after != nil, limit)
+	sql, err := chunkQuery(schema, s.where[schema.Table], after != nil, limit)
 	if err != nil {
 		return nil, permanent(err)
 	}

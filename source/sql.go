@@ -32,10 +32,11 @@ func columnList(s batch.Schema) string {
 }
 
 // chunkQuery builds the keyset-paginated SELECT of one chunk of s: all columns in schema order,
-// ordered by the key, after the key given as parameters $1..$n when after is true. The key
+// ordered by the key, after the key given as parameters $1..$n when after is true, of the rows
+// the row filter where (tables[].where; "" for every row) keeps. The key
 // columns' comparison uses their default btree ordering, the same one ORDER BY uses, so chunks
 // neither overlap nor leave gaps.
-func chunkQuery(s batch.Schema, after bool, limit int) (string, error) {
+func chunkQuery(s batch.Schema, where string, after bool, limit int) (string, error) {
 	keys := s.KeyIndexes()
 	if len(keys) == 0 {
 		return "", fmt.Errorf("table %s has no key columns: keyset pagination needs a key", s.Table)
@@ -48,8 +49,15 @@ func chunkQuery(s batch.Schema, after bool, limit int) (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "SELECT %s FROM %s", columnList(s), quoteTable(s.Table))
+	var conds []string
+	if where != "" {
+		conds = append(conds, "("+where+")")
+	}
 	if after {
-		fmt.Fprintf(&b, " WHERE (%s) > (%s)", strings.Join(keyNames, ", "), strings.Join(params, ", "))
+		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(keyNames, ", "), strings.Join(params, ", ")))
+	}
+	if len(conds) > 0 {
+		b.WriteString(" WHERE " + strings.Join(conds, " AND "))
 	}
 	fmt.Fprintf(&b, " ORDER BY %s LIMIT %d", strings.Join(keyNames, ", "), limit)
 	return b.String(), nil

@@ -116,14 +116,17 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 		return err
 	}
 	if !s.Exists {
-		return permanentf("replication slot %s does not exist: run the pipeline's setup (it creates the slot); if it was dropped, the tables must be resynced", r.cfg.Slot)
+		return slotLost(r.cfg.Slot, "does not exist: it was dropped while the pipeline ran")
+	}
+	if s.WALStatus == WALLost {
+		return slotLost(r.cfg.Slot, invalidated)
 	}
 	start := max(r.opts.Start, s.Confirmed)
 	r.readerLSN.Store(start)
 	r.confirmed.Store(s.Confirmed)
 
 	resolver := newTypeResolver(conn)
-	dec := newDecoder(resolver.column, r.opts.Schemas, r.log)
+	dec := newDecoder(resolver.relColumn, r.opts.Schemas, r.log)
 	if err := r.tableOIDs(ctx, conn, dec); err != nil {
 		return err
 	}

@@ -32,10 +32,6 @@ func checkCmd(a *app) *cobra.Command {
 				return err
 			}
 			sc, _ := pipeline.SourceConfigs(cfg)(cfg.Pipeline)
-			for _, t := range cfg.Tables {
-				name, _ := t.SourceName()
-				sc.Tables = append(sc.Tables, source.TableConfig{Table: name, Key: t.Key})
-			}
 			problems, err := source.Check(cmd.Context(), sc)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)
@@ -45,6 +41,11 @@ func checkCmd(a *app) *cobra.Command {
 				return fmt.Errorf("could not check the source: %w", err)
 			}
 			problems = append(problems, capacity.BackfillProblems(cfg.Source.MaxParallelBackfills)...)
+			slot, err := source.ReadSlotState(cmd.Context(), sc.DSN, sc.Slot)
+			if err != nil {
+				return fmt.Errorf("could not check the source: %w", err)
+			}
+			printWALGuard(cmd.OutOrStdout(), slot)
 			if len(problems) == 0 {
 				backfills := cfg.Source.MaxParallelBackfills
 				if backfills == 0 {
@@ -183,7 +184,7 @@ func pauseCmd(a *app) *cobra.Command {
 func resumeCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resume", "Resume a paused table, or restart a failed one from its committed position (fix the cause first)", false,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
-			tc, err := withCurrentSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			tc, err := withCurrentSchema(cmd.Context(), a.cfg, tc)
 			if err != nil {
 				return err
 			}
@@ -194,27 +195,45 @@ func resumeCmd(a *app) *cobra.Command {
 // withCurrentSchema returns tc with the table's current schema read from the source. Resume and
 // resync may start a new run of a failed or stopped table, and a new run needs the schema (the
 // SourceWorkflow passes it to the runs it starts).
-func withCurrentSchema(ctx context.Context, dsn string, tc activities.TableConfig) (activities.TableConfig, error) {
+func withCurrentSchema(ctx context.Context, cfg *config.Config, tc activities.TableConfig) (activities.TableConfig, error) {
+	sc, err := pipeline.SourceConfigs(cfg)(cfg.Pipeline)
+	if err != nil {
+		return tc, err
+	}
+	dsn := sc.DSN
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return tc, fmt.Errorf("connecting to the source to read the schema of table %s (source.dsn): %w", tc.Table(), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	schema, err := source.DiscoverSchema(ctx, conn, tc.Table(), tc.Key)
+	st := source.TableConfig{Table: tc.Table()}
+	for _, c := range pipeline.SourceTables(cfg) {
+		if c.Table == tc.Table() {
+			st = c // its column list decides the schema's columns
+		}
+	}
+	st.Key = tc.Key
+	schema, err := source.DiscoverSchema(ctx, conn, st)
 	if err != nil {
 		return tc, fmt.Errorf("reading the schema of table %s: %w", tc.Table(), err)
 	}
 	tc.Spec.Schema = schema
+	// The slot's creation point, so that a resumed table whose position predates the slot
+	// stops with PositionGap rather than skipping the changes in between.
+	if tc.SlotSince, err = source.SlotSince(ctx, dsn, sc.Publication, sc.Slot); err != nil {
+		return tc, fmt.Errorf("reading the record of replication slot %s: %w", sc.Slot, err)
+	}
 	return tc, nil
 }
 
 func resyncCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot (a running, paused or failed table)", true,
 		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
-			tc, err := withCurrentSchema(cmd.Context(), a.cfg.Source.DSN, tc)
+			tc, err := withCurrentSchema(cmd.Context(), a.cfg, tc)
 			if err != nil {
 				return err
 			}
+			tc.SlotSince = 0 // the resync discards the position a PositionGap is about
 			return t.Resync(cmd.Context(), tc)
 		})
 }
@@ -225,25 +244,30 @@ func stopCmd(a *app) *cobra.Command {
 		Short: "Stop the pipeline's workflows; positions stay in the sinks, so start resumes where it stopped",
 		Args:  cobra.NoArgs,
 		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
-			ids := []string{workflows.SourceWorkflowID(a.cfg.Pipeline)}
-			for _, t := range a.cfg.Tables {
-				name, _ := t.SourceName()
-				ids = append(ids, workflows.TableWorkflowID(a.cfg.Pipeline, name))
-			}
-			var errs []error
-			for _, id := range ids {
-				err := a.client.TerminateWorkflow(cmd.Context(), id, "", "stopped by sluice stop")
-				var notFound *serviceerror.NotFound
-				switch {
-				case errors.As(err, &notFound):
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: not running\n", id)
-				case err != nil:
-					errs = append(errs, fmt.Errorf("stopping %s: %w", id, err))
-				default:
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: stopped\n", id)
-				}
-			}
-			return errors.Join(errs...)
+			return stopWorkflows(cmd, a, "stopped by sluice stop")
 		}),
 	}
+}
+
+// stopWorkflows terminates the pipeline's SourceWorkflow and every table's workflow.
+func stopWorkflows(cmd *cobra.Command, a *app, reason string) error {
+	ids := []string{workflows.SourceWorkflowID(a.cfg.Pipeline)}
+	for _, t := range a.cfg.Tables {
+		name, _ := t.SourceName()
+		ids = append(ids, workflows.TableWorkflowID(a.cfg.Pipeline, name))
+	}
+	var errs []error
+	for _, id := range ids {
+		err := a.client.TerminateWorkflow(cmd.Context(), id, "", reason)
+		var notFound *serviceerror.NotFound
+		switch {
+		case errors.As(err, &notFound):
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: not running\n", id)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("stopping %s: %w", id, err))
+		default:
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: stopped\n", id)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -6,11 +6,13 @@
 //	sluice input  --config pipeline.yaml [--table schema.table]
 //	                                                print the SourceWorkflow (or a TableWorkflow) input for the Temporal CLI
 //	sluice start  --config pipeline.yaml            start (or join) the pipeline's workflows
-//	sluice status --config pipeline.yaml [--watch]  per table: phase, position, rows, lag, error
+//	sluice status --config pipeline.yaml [--watch] [--output json]
+//	                                                the reader, the slot, per table: phase, position, rows, lag, error
 //	sluice pause  --config pipeline.yaml [--table schema.table]
 //	sluice resume --config pipeline.yaml [--table schema.table]
 //	sluice resync --config pipeline.yaml --table schema.table
 //	sluice stop   --config pipeline.yaml
+//	sluice teardown --config pipeline.yaml --yes    stop, drop the slot and the publication
 //	sluice completion bash|zsh|fish|powershell      shell completion (no config needed)
 //	sluice --version                                module version and commit
 package main
@@ -82,7 +84,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "pipeline config file (YAML); see docs/config.md")
-	root.AddCommand(checkCmd(a), inputCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a))
+	root.AddCommand(checkCmd(a), inputCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a), teardownCmd(a))
 	// --config is required by these commands, not by the ones cobra adds (completion, help),
 	// which a persistent required flag would break.
 	for _, c := range root.Commands() {

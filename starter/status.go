@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,39 +18,121 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/workflows"
 )
 
 // tableRow is one table's line of `sluice status`.
 type tableRow struct {
-	Table    string
-	Workflow string // RUNNING, FAILED, TERMINATED, ... or NOT STARTED
-	Status   workflows.TableStatus
-	Err      string
+	Table    string                `json:"table"`
+	Workflow string                `json:"workflow"` // Running, Failed, Terminated, ... or NOT STARTED
+	Status   workflows.TableStatus `json:"status"`
+	Err      string                `json:"error,omitempty"`
+	// HoldsBytes is how much WAL the table's queued batches make the slot keep: from its
+	// committed position (its next batch starts after it) to the server's current position; 0
+	// when nothing is queued.
+	HoldsBytes int64 `json:"holds_wal_bytes"`
+	// Failed: the table's latest run failed (or timed out); it stays stopped until resumed.
+	Failed bool `json:"failed"`
+}
+
+// statusReport is everything `sluice status` shows, and its --output json.
+type statusReport struct {
+	Pipeline string            `json:"pipeline"`
+	Reader   readerRow         `json:"reader"`
+	Slot     *source.SlotState `json:"slot,omitempty"`
+	// SlotError says why the slot could not be read (the source is unreachable).
+	SlotError string     `json:"slot_error,omitempty"`
+	Tables    []tableRow `json:"tables"`
+	// Problems are what makes the status exit non-zero: a failed reader, a failed table, a lost
+	// slot.
+	Problems []string `json:"problems,omitempty"`
 }
 
 func statusCmd(a *app) *cobra.Command {
 	var watch bool
 	var every time.Duration
+	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show each table's phase, committed position, rows, lag and last error",
+		Short: "Show the reader, the slot and each table's phase, committed position, rows, lag and last error; exit 1 when any failed",
 		Args:  cobra.NoArgs,
 		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output %q: want text or json", output)
+			}
 			if watch {
 				return watchStatus(cmd.Context(), a, cmd.OutOrStdout(), every)
 			}
-			rows, err := tableRows(cmd.Context(), a)
+			rep, err := buildReport(cmd.Context(), a)
 			if err != nil {
 				return err
 			}
-			printRows(cmd.OutOrStdout(), a.cfg.Pipeline, rows)
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				printReport(cmd.OutOrStdout(), rep)
+			}
+			if len(rep.Problems) > 0 {
+				return fmt.Errorf("pipeline %s is not healthy: %s", rep.Pipeline, strings.Join(rep.Problems, "; "))
+			}
 			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "keep refreshing, with progress bars during backfill (Ctrl-C to stop)")
 	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval of --watch")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// buildReport reads the reader (the SourceWorkflow), the slot (from the source) and every
+// table, and names what has failed.
+func buildReport(ctx context.Context, a *app) (statusReport, error) {
+	rep := statusReport{Pipeline: a.cfg.Pipeline}
+	var err error
+	if rep.Reader, err = readerStatus(ctx, a); err != nil {
+		return rep, err
+	}
+	if rep.Slot, err = slotStatus(ctx, a); err != nil {
+		rep.SlotError = err.Error()
+	}
+	if rep.Tables, err = tableRows(ctx, a); err != nil {
+		return rep, err
+	}
+	rep.assess()
+	return rep, nil
+}
+
+// assess fills in what each table holds of the slot and the report's problems; a failed
+// reader is shown on every table that has no error of its own (none of them receives changes).
+func (rep *statusReport) assess() {
+	if rep.Reader.State == readerFailed {
+		rep.Problems = append(rep.Problems, "the reader failed: "+oneLine(rep.Reader.Error))
+	}
+	if s := rep.Slot; s != nil {
+		switch {
+		case s.Lost():
+			rep.Problems = append(rep.Problems, fmt.Sprintf("replication slot %s was invalidated (wal_status lost)", s.Slot))
+		case !s.Exists && rep.Reader.State != readerNotStarted && rep.Reader.State != readerStopped:
+			rep.Problems = append(rep.Problems, fmt.Sprintf("replication slot %s does not exist", s.Slot))
+		}
+	}
+	for i := range rep.Tables {
+		r := &rep.Tables[i]
+		if rep.Slot != nil && r.Status.HasPosition && r.Status.QueueLength > 0 {
+			r.HoldsBytes = max(0, int64(rep.Slot.Current)-int64(r.Status.Position.Position.LSN))
+		}
+		if r.Failed {
+			rep.Problems = append(rep.Problems, "table "+r.Table+" failed")
+		}
+		if r.Err == "" && rep.Reader.State == readerFailed {
+			r.Err = "the reader failed, no changes arrive: " + rep.Reader.Error
+		}
+	}
 }
 
 // tableRows queries every configured table's workflow.
@@ -80,6 +163,7 @@ func tableStatus(ctx context.Context, a *app, t config.Table) (tableRow, error) 
 	}
 	st := desc.GetWorkflowExecutionInfo().GetStatus()
 	row.Workflow = strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_")
+	row.Failed = st == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED || st == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT
 	if st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		// A closed run: its result says why (a PoisonBatch names the table, range and cause).
 		if err := a.client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
@@ -116,16 +200,38 @@ func closedRunError(err error) string {
 	return err.Error()
 }
 
-func printRows(w io.Writer, pipeline string, rows []tableRow) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "pipeline %s\n", pipeline)
-	fmt.Fprintln(tw, "TABLE\tWORKFLOW\tPHASE\tPOSITION\tROWS\tQUEUED\tLAG\tMAINTAINED\tLAST ERROR")
+func printReport(w io.Writer, rep statusReport) {
 	now := time.Now()
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Table, r.Workflow, phaseOf(r), positionOf(r),
-			rowsOf(r), r.Status.QueueLength, lagOf(r, now), maintainedOf(r, now), oneLine(r.Err))
+	fmt.Fprintf(w, "pipeline %s\n", rep.Pipeline)
+	fmt.Fprintf(w, "reader: %s\n", readerLine(rep.Reader, now))
+	if rep.Slot != nil {
+		fmt.Fprintf(w, "slot:   %s\n", slotLine(rep.Slot))
+	} else {
+		fmt.Fprintf(w, "slot:   could not be read: %s\n", oneLine(rep.SlotError))
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TABLE\tWORKFLOW\tPHASE\tPOSITION\tROWS\tQUEUED\tLAG\tHOLDS WAL\tMAINTAINED\tLAST ERROR")
+	for _, r := range rep.Tables {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Table, r.Workflow, phaseOf(r), positionOf(r),
+			rowsOf(r), r.Status.QueueLength, lagOf(r, now), holdsOf(r, now), maintainedOf(r, now), oneLine(r.Err))
 	}
 	_ = tw.Flush()
+	for _, p := range rep.Problems {
+		fmt.Fprintf(w, "problem: %s\n", p)
+	}
+}
+
+// holdsOf shows how much WAL the table makes the slot keep and, when its queue holds streamed
+// changes, since when (the source commit time of the oldest).
+func holdsOf(r tableRow, now time.Time) string {
+	if r.HoldsBytes == 0 {
+		return "-"
+	}
+	s := bytesText(r.HoldsBytes)
+	if t := r.Status.OldestQueuedCommit; !t.IsZero() {
+		s += " since " + age(now.Sub(t))
+	}
+	return s
 }
 
 func phaseOf(r tableRow) string {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/workflows"
 )
 
@@ -46,6 +49,115 @@ func TestLagAndMaintainedColumns(t *testing.T) {
 			}
 			if got := maintainedOf(r, now); got != tc.maintained {
 				t.Errorf("maintained = %q, want %q", got, tc.maintained)
+			}
+		})
+	}
+}
+
+func TestReportProblems(t *testing.T) {
+	t.Parallel()
+	healthySlot := &source.SlotState{Slot: "s", Exists: true, Active: true, WALStatus: source.WALReserved, Current: 5000}
+	queued := tableRow{Table: "public.a", Status: workflows.TableStatus{HasPosition: true, QueueLength: 2,
+		Position: batch.SourcePosition{Position: batch.Position{LSN: 1000}}}}
+	for _, tc := range []struct {
+		name      string
+		rep       statusReport
+		problems  []string // substrings, in order
+		tableErr  string   // substring of the first table's error
+		holdsWant int64
+	}{
+		{name: "healthy", rep: statusReport{Reader: readerRow{State: readerRunning}, Slot: healthySlot, Tables: []tableRow{queued}}, holdsWant: 4000},
+		{name: "idle table holds nothing", rep: statusReport{Reader: readerRow{State: readerRunning}, Slot: healthySlot,
+			Tables: []tableRow{{Table: "public.a", Status: workflows.TableStatus{HasPosition: true}}}}},
+		{name: "reader failed", rep: statusReport{Reader: readerRow{State: readerFailed, Error: "SlotLost: slot s was dropped"}, Slot: &source.SlotState{Slot: "s"},
+			Tables: []tableRow{{Table: "public.a"}}},
+			problems: []string{"the reader failed: SlotLost", "replication slot s does not exist"}, tableErr: "SlotLost: slot s was dropped"},
+		{name: "retrying is not a failure", rep: statusReport{Reader: readerRow{State: readerRetrying, Error: "connection refused"}, Slot: healthySlot}},
+		{name: "stopped pipeline without slot", rep: statusReport{Reader: readerRow{State: readerStopped}, Slot: &source.SlotState{Slot: "s"}}},
+		{name: "slot lost", rep: statusReport{Reader: readerRow{State: readerRunning}, Slot: &source.SlotState{Slot: "s", Exists: true, WALStatus: source.WALLost}},
+			problems: []string{"slot s was invalidated"}},
+		{name: "table failed keeps its own error", rep: statusReport{Reader: readerRow{State: readerFailed, Error: "x"}, Slot: healthySlot,
+			Tables: []tableRow{{Table: "public.a", Failed: true, Err: "PoisonBatch: bad"}}},
+			problems: []string{"the reader failed", "table public.a failed"}, tableErr: "PoisonBatch: bad"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rep := tc.rep
+			rep.assess()
+			if len(rep.Problems) != len(tc.problems) {
+				t.Fatalf("problems = %q, want %d like %q", rep.Problems, len(tc.problems), tc.problems)
+			}
+			for i, want := range tc.problems {
+				if !strings.Contains(rep.Problems[i], want) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, rep.Problems[i], want)
+				}
+			}
+			if len(rep.Tables) > 0 {
+				if !strings.Contains(rep.Tables[0].Err, tc.tableErr) {
+					t.Errorf("table error = %q, want it to contain %q", rep.Tables[0].Err, tc.tableErr)
+				}
+				if rep.Tables[0].HoldsBytes != tc.holdsWant {
+					t.Errorf("holds = %d, want %d", rep.Tables[0].HoldsBytes, tc.holdsWant)
+				}
+			}
+		})
+	}
+}
+
+func TestSlotLine(t *testing.T) {
+	t.Parallel()
+	safe := int64(3 << 20)
+	for _, tc := range []struct {
+		name string
+		s    source.SlotState
+		want []string
+	}{
+		{"missing", source.SlotState{Slot: "s", Current: 0x16B3748}, []string{"s does not exist", "0/16B3748"}},
+		{"unlimited", source.SlotState{Slot: "s", Exists: true, Active: true, ActivePID: 42, WALStatus: "reserved", RetainedBytes: 2 << 20, KeepUnlimited: true, MaxSlotWALKeepSize: "-1"},
+			[]string{"active (pid 42)", "wal_status reserved", "retained WAL 2 MiB", "safe_wal_size unlimited"}},
+		{"limited", source.SlotState{Slot: "s", Exists: true, WALStatus: "extended", SafeWALSize: &safe, MaxSlotWALKeepSize: "64MB"},
+			[]string{"inactive", "safe_wal_size 3 MiB (max_slot_wal_keep_size 64MB)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := slotLine(&tc.s)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("slotLine = %q, want it to contain %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+func TestWALGuard(t *testing.T) {
+	t.Parallel()
+	safe := int64(10 << 20)
+	for _, tc := range []struct {
+		name string
+		s    source.SlotState
+		want []string
+		not  []string
+	}{
+		{"unlimited", source.SlotState{Slot: "s", Exists: true, RetainedBytes: 3 << 20, WALStatus: "reserved", KeepUnlimited: true, MaxSlotWALKeepSize: "-1"},
+			[]string{"slot s retains 3 MiB of WAL", "warning: max_slot_wal_keep_size is -1 (unlimited)", "until its disk is full", "docs/operations.md"}, nil},
+		{"limited", source.SlotState{Slot: "s", Exists: true, WALStatus: "extended", SafeWALSize: &safe, MaxSlotWALKeepSize: "1GB"},
+			[]string{"max_slot_wal_keep_size is 1GB: 10 MiB more WAL", "resynced"}, []string{"warning"}},
+		{"no slot yet", source.SlotState{Slot: "s", KeepUnlimited: true, MaxSlotWALKeepSize: "-1"}, []string{"does not exist yet", "warning"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var b strings.Builder
+			printWALGuard(&b, tc.s)
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("output does not say %q:\n%s", w, b.String())
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(b.String(), w) {
+					t.Errorf("output says %q:\n%s", w, b.String())
+				}
 			}
 		})
 	}

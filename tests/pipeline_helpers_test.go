@@ -81,6 +81,11 @@ type pipelineOptions struct {
 	MaxWait  string   // batch.max_wait; empty: 500ms
 	// ChunkRows is source.snapshot_chunk_rows; 0: 20000.
 	ChunkRows int
+	// TableYAML is added to every table's entry (keys indented by four spaces, each line ending
+	// in a newline), such as "    where: qty < 50\n".
+	TableYAML string
+	// MaxParallelBackfills is source.max_parallel_backfills; 0: unset (read from the server).
+	MaxParallelBackfills int
 }
 
 // newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
@@ -108,15 +113,20 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 		sinkYAML = fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
 			filepath.Join(p.dir, "catalog.db"), filepath.Join(p.dir, "warehouse"))
 	}
+	sourceExtra := ""
+	if o.MaxParallelBackfills > 0 {
+		sourceExtra = fmt.Sprintf("\n  max_parallel_backfills: %d", o.MaxParallelBackfills)
+	}
 	var tb strings.Builder
 	for _, spec := range tables {
 		src, target, _ := strings.Cut(spec, ":")
 		fmt.Fprintf(&tb, "  - source: %s\n    target: %s\n    metadata:\n      - {from: commit_ts, as: committed_at}\n      - {from: phase, as: source_phase}\n", src, target)
+		tb.WriteString(o.TableYAML)
 	}
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
   dsn: %s
-  snapshot_chunk_rows: %d
+  snapshot_chunk_rows: %d%s
 temporal:
   address: %s
   task_queue: %s
@@ -128,7 +138,7 @@ batch:
 sink:
 %s
 tables:
-%s`, p.name, dsn, chunkRows, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
+%s`, p.name, dsn, chunkRows, sourceExtra, temporalAddr, "sluice-"+p.name, filepath.Join(p.dir, "staging"), maxWait, sinkYAML, tb.String())
 	p.config = filepath.Join(p.dir, "pipeline.yaml")
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)

@@ -79,7 +79,10 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 			t.Errorf("the PoisonBatch error does not name %q: %v", want, appErr)
 		}
 	}
-	status := p.sluice("status")
+	status, err := p.sluiceFails("status") // a failed table: status exits non-zero
+	if err == nil {
+		t.Errorf("sluice status exited 0 with a failed table:\n%s", status)
+	}
 	t.Logf("sluice status:\n%s", status)
 	lineA := statusLine(status, "public.a")
 	if l := strings.ToLower(lineA); !strings.Contains(l, "failed") || !(strings.Contains(l, "poison batch") || strings.Contains(l, "poisonbatch")) {

@@ -75,7 +75,10 @@ func storedPositionFromAnotherSource(t *testing.T, sk sinkKind) {
 			t.Errorf("the error does not say %q: %s", want, msg)
 		}
 	}
-	status := b.sluice("status")
+	status, serr := b.sluiceFails("status") // a failed table: status exits non-zero
+	if serr == nil {
+		t.Errorf("sluice status exited 0 with a failed table:\n%s", status)
+	}
 	if !strings.Contains(status, activities.ErrTypeSourceMismatch) {
 		t.Errorf("sluice status of pipeline B does not show the failure:\n%s", status)
 	}

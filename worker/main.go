@@ -139,7 +139,13 @@ func run(ctx context.Context, o options) error {
 		EnableSessionWorker: true,
 		// A backfill is a session; the sessions beyond this wait for one to end.
 		MaxConcurrentSessionExecutionSize: parallelBackfills(ctx, cfg, log),
-		WorkerStopTimeout:                 o.shutdown,
+		// Two activity pollers left 500 starting tables' short activities queued 40 s each; with
+		// 8 they waited at most 7 s. The SDK's workflow pollers serve the sticky queue first, so
+		// new table runs wait for their first task while backfills run (docs/architecture.md,
+		// "Many tables"); more workflow pollers shorten that.
+		MaxConcurrentWorkflowTaskPollers: taskPollers,
+		MaxConcurrentActivityTaskPollers: taskPollers,
+		WorkerStopTimeout:                o.shutdown,
 		// Short activities run with a heartbeat timeout: a killed worker is noticed in seconds.
 		// (A test build's armed faults come first: activity.start fires before anything runs.)
 		Interceptors: append(faultInterceptors(faultPoints), &activities.Heartbeats{}),
@@ -174,6 +180,10 @@ func run(ctx context.Context, o options) error {
 	log.Info("worker stopped")
 	return nil
 }
+
+// taskPollers is how many workflow task polls, and activity task polls, the worker keeps open
+// (the SDK's default: 2 each).
+const taskPollers = 8
 
 // parallelBackfills is source.max_parallel_backfills, or when it is not set what the source
 // server has free (1 when it cannot be read: the worker still starts).

@@ -39,6 +39,10 @@ type SourceStatus struct {
 	Source   batch.SourceID              `json:"source"`
 	Runs     int                         `json:"runs"`
 	LastRead activities.ReadStreamResult `json:"last_read"`
+	// LastError is why the run failed (Phase is then StateFailed): a query of the failed run
+	// answers with it. A failure being retried shows in the pending activity (`sluice status`,
+	// `temporal workflow describe`), not here.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // SourceWorkflow runs one pipeline's source side: SetupSource (slot, publication, schemas),
@@ -63,14 +67,18 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		HeartbeatTimeout: ShortHeartbeat,
 		RetryPolicy:      RetryForever(),
 	})
+	failed := func(err error) error {
+		st.Phase, st.LastError = StateFailed, err.Error()
+		return err
+	}
 	setupIn := activities.SetupInput{Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Tables: in.Tables}
 	var setup activities.SetupResult
 	if err := workflow.ExecuteActivity(actx, setupActs.SetupSource, setupIn).Get(ctx, &setup); err != nil {
-		return err
+		return failed(err)
 	}
 	st.Source = setup.Source
 	if err := workflow.ExecuteActivity(actx, setupActs.EnsureTableWorkflows, setup.Tables).Get(ctx, nil); err != nil {
-		return err
+		return failed(err)
 	}
 
 	runFor := in.ReaderRunFor
@@ -93,7 +101,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		Tables: setup.Tables, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
 	}
 	if err := workflow.ExecuteActivity(rctx, readerActs.ReadStream, readIn).Get(ctx, &st.LastRead); err != nil {
-		return err
+		return failed(err)
 	}
 	next := in
 	next.Runs++

@@ -9,7 +9,7 @@ import (
 // tableSignals receives a TableWorkflow's signals into its state.
 type tableSignals struct {
 	batch, batches, pause, resume, resync workflow.ReceiveChannel
-	sel                          workflow.Selector
+	sel                                   workflow.Selector
 }
 
 func newTableSignals(ctx workflow.Context, t *table) *tableSignals {

@@ -74,7 +74,7 @@ func (s *Stack) startPostgres(ctx context.Context) (Info, error) {
 		}
 	}
 	args := []string{"-D", data, "-p", strconv.Itoa(port), "-k", sock}
-	for _, set := range postgresSettings {
+	for _, set := range append(append([]string(nil), postgresSettings...), s.PostgresSettings...) {
 		args = append(args, "-c", set)
 	}
 	cmd := exec.Command(postgres, args...)

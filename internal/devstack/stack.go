@@ -37,6 +37,12 @@ type Stack struct {
 	Dir    string // work directory: data, logs and state files of every service
 	Cache  string // tool cache outside the clone (built binaries)
 	Logger *slog.Logger
+	// PostgresSettings are server settings ("name=value") applied after the stack's own, so
+	// they override them: a private stack's server configured as a test needs it.
+	PostgresSettings []string
+	// StopWait is how long Stop lets a service shut down before it kills the service's whole
+	// process tree; 0 means 20 seconds.
+	StopWait time.Duration
 }
 
 // Info is what a started service exposes, as recorded in its state file.
@@ -263,17 +269,28 @@ func (s *Stack) stopInfo(info Info) error {
 	if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(s.stopWait())
 	for time.Now().Before(deadline) {
 		if !alive(info.PID) {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := syscall.Kill(target, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return err
+	// Too slow (Postgres' fast shutdown waits for walsenders): kill the whole tree, found before
+	// the kill, so that no child (a walsender, the checkpointer) outlives it holding the
+	// service's shared memory or port.
+	if left := killTree(info.PID, descendants(info.PID), 10*time.Second); len(left) > 0 {
+		return fmt.Errorf("stopping %s: processes %v survived SIGKILL", info.Service, left)
 	}
 	return nil
+}
+
+// stopWait is how long a service may take to stop after its signal before it is killed.
+func (s *Stack) stopWait() time.Duration {
+	if s.StopWait > 0 {
+		return s.StopWait
+	}
+	return 20 * time.Second
 }
 
 func (s *Stack) serviceDir(service string) string { return filepath.Join(s.Dir, service) }

@@ -41,10 +41,11 @@ func ScanPostgres(ctx context.Context, dsn, table, key string, columns []string)
 }
 
 // canonicalExprs returns, per column, SQL that prints its value the way valueText prints the
-// Arrow value: arrays as JSON, timestamps as UTC RFC 3339 with microseconds, NULL as "NULL".
+// Arrow value: arrays as JSON (but columns declared with several dimensions, which are carried as
+// their text, as text), timestamps as UTC RFC 3339 with microseconds, NULL as "NULL".
 func canonicalExprs(ctx context.Context, conn *pgx.Conn, table string, columns []string) ([]string, error) {
 	types := map[string]string{}
-	rows, err := conn.Query(ctx, `SELECT a.attname, t.typcategory::text, t.typname FROM pg_attribute a
+	rows, err := conn.Query(ctx, `SELECT a.attname, CASE WHEN a.attndims > 1 THEN 'M' ELSE t.typcategory::text END, t.typname FROM pg_attribute a
 		JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = $1::regclass AND a.attnum > 0`, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading the columns of %s: %w", table, err)

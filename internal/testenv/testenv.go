@@ -144,3 +144,34 @@ func Couchbase(t testing.TB) CouchbaseInfo {
 		Bucket:     devstack.CouchbaseBucket,
 	}
 }
+
+// PostgresServer is a PostgreSQL server a test started for itself.
+type PostgresServer struct {
+	DSN string // the postgres database, as superuser
+	Log string // the server's log file
+}
+
+// PrivatePostgres starts a PostgreSQL server of the test's own, in a temporary directory on a
+// free port, with the stack's settings overridden by settings ("name=value", e.g.
+// "max_replication_slots=10"), and stops it at cleanup. It uses the same binaries as the shared
+// server.
+func PrivatePostgres(t testing.TB, settings ...string) PostgresServer {
+	t.Helper()
+	s, err := devstack.New(t.TempDir(), "", nil)
+	if err != nil {
+		t.Fatalf("testenv: private postgres: %v", err)
+	}
+	s.PostgresSettings = settings
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	info, err := s.Ensure(ctx, devstack.ServicePostgres)
+	if err != nil {
+		t.Fatalf("testenv: private postgres with %v cannot start: %v", settings, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(context.Background(), devstack.ServicePostgres); err != nil {
+			t.Errorf("testenv: stopping the private postgres: %v", err)
+		}
+	})
+	return PostgresServer{DSN: info.URL, Log: info.Log}
+}

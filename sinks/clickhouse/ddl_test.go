@@ -121,9 +121,6 @@ func TestLayoutRejects(t *testing.T) {
 		{"metadata clash", func(s *sinks.TableSpec) { s.Metadata[0].As = "qty" }, `metadata column "qty" clashes with column`},
 		{"unknown metadata", func(s *sinks.TableSpec) { s.Metadata[0].From = "lsn" }, "is not a context column"},
 		{"backquote", func(s *sinks.TableSpec) { s.Schema.Columns[3].Name = "a`b" }, "cannot be a ClickHouse column name"},
-		{"unmapped type", func(s *sinks.TableSpec) {
-			s.Schema.Columns[3].TypeOID, s.Schema.Columns[3].TypeName = 600, "point"
-		}, "has no arrow mapping"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,68 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/reader"
+	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+// TestPositionGap: a table whose committed position is older than the slot it continues from
+// (recreated since) stops in EnsureTable and LoadTable with a PositionGap naming the table, the
+// slot and the resync remedy; a position at or after the slot's start, no position, or an
+// unknown start pass.
+func TestPositionGap(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		since    uint64
+		stored   *batch.SourcePosition
+		wantType string
+	}{
+		{name: "after the slot's start", since: 100, stored: ptr(sp(150, 1))},
+		{name: "snapshot at the slot's start", since: 100, stored: ptr(sp(100, 0))},
+		{name: "nothing stored: a backfill", since: 100},
+		{name: "start unknown", stored: ptr(sp(50, 3))},
+		{name: "older than the slot", since: 100, stored: ptr(sp(99, 7)), wantType: ErrTypePositionGap},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st, err := staging.OpenDir(context.Background(), t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := &ensureCounting{fakeSink: &fakeSink{}}
+			if tt.stored != nil {
+				sink.pos, sink.hasPos = *tt.stored, true
+			}
+			in := testTable
+			in.Source = &testSource
+			in.SlotSince = tt.since
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st})
+			wantIn := []string{"shop.orders", testSource.Slot, fmt.Sprint(source.LSN(tt.since)), "sluice resync --config <file> --table shop.orders"}
+			_, err = env.ExecuteActivity("EnsureTable", in)
+			checkErr(t, err, tt.wantType, wantIn)
+			_, err = env.ExecuteActivity("LoadTable", in)
+			checkErr(t, err, tt.wantType, wantIn)
+		})
+	}
+}
+
+// TestSlotLostIsNotRetried: a lost slot from the source becomes a non-retryable SlotLost error,
+// also when the reader wraps it.
+func TestSlotLostIsNotRetried(t *testing.T) {
+	t.Parallel()
+	lost := &source.PermanentError{Err: &source.SlotLostError{Slot: "sluice_p", What: "was dropped"}}
+	for _, err := range []error{sourceError("setting up", lost), readerError(&reader.SourceError{What: "streaming pipeline p", Err: lost})} {
+		checkErr(t, err, ErrTypeSlotLost, []string{"sluice_p", "was dropped", "sluice teardown"})
+	}
+}

@@ -1,0 +1,164 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SlotLostError says the pipeline's slot can no longer deliver the changes the tables need: it
+// was dropped, or invalidated (its WAL removed past max_slot_wal_keep_size). Retrying cannot
+// fix it; every table may have missed changes and must be backfilled again. Setup and
+// Reader.Run return it wrapped in a PermanentError.
+type SlotLostError struct {
+	Slot string
+	// What happened: "was dropped", "was invalidated ...".
+	What string
+}
+
+// Error names the slot, what happened and the remedy.
+func (e *SlotLostError) Error() string {
+	return fmt.Sprintf("replication slot %s %s: the changes it held for the tables cannot be read any more, so every table may have missed changes "+
+		"(Sluice never recreates a lost slot by itself, which would skip them silently). Remedy: `sluice teardown --config <file> --yes` "+
+		"(stops the pipeline, drops the slot and the publication; the sinks keep their data), `sluice start --config <file>`, then "+
+		"`sluice resync --config <file> --table <schema.table>` for every table, which backfills it again from a new snapshot",
+		e.Slot, e.What)
+}
+
+// slotLost is the permanent error of a lost slot.
+func slotLost(slot, what string) error {
+	return permanent(&SlotLostError{Slot: slot, What: what})
+}
+
+// invalidated is what a slot whose wal_status is lost went through.
+const invalidated = "was invalidated (wal_status lost): the server removed WAL it still needed because it retained more than max_slot_wal_keep_size"
+
+// The slot's record: a comment on the pipeline's publication, written when Setup creates the
+// slot, naming the slot and the LSN it was created at (its consistent point). Postgres keeps no
+// creation mark of its own for a slot, and the record lets Setup tell a slot that was dropped
+// (record, no slot: SlotLost) from a new pipeline (neither), and lets every table check that
+// its committed position is one this slot can continue from (no older than the slot). It lives
+// and dies with the publication: `sluice teardown` drops both.
+var slotRecordRE = regexp.MustCompile(`^sluice: replication slot ([a-z0-9_]+) created at ([0-9A-Fa-f]+/[0-9A-Fa-f]+|unknown)`)
+
+// slotRecord is a parsed record; LSN 0 means the slot was found existing (a pipeline set up
+// before records were kept) and its creation point is unknown.
+type slotRecord struct {
+	Found bool
+	Slot  string
+	LSN   uint64
+}
+
+// readSlotRecord reads the record from the publication's comment; none when the publication
+// does not exist or has no record.
+func readSlotRecord(ctx context.Context, q querier, publication string) (slotRecord, error) {
+	var comment *string
+	err := q.QueryRow(ctx, `SELECT pg_catalog.obj_description(oid, 'pg_publication') FROM pg_catalog.pg_publication WHERE pubname = $1`, publication).Scan(&comment)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && comment == nil {
+		return slotRecord{}, nil
+	}
+	if err != nil {
+		return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
+	}
+	m := slotRecordRE.FindStringSubmatch(*comment)
+	if m == nil {
+		return slotRecord{}, nil
+	}
+	rec := slotRecord{Found: true, Slot: m[1]}
+	if m[2] != "unknown" {
+		if rec.LSN, err = parseLSN(m[2]); err != nil {
+			return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
+		}
+	}
+	return rec, nil
+}
+
+// writeSlotRecord records on the publication that slot was created at lsn (0: unknown).
+func writeSlotRecord(ctx context.Context, conn *pgx.Conn, publication, slot string, lsn uint64) error {
+	at := "unknown"
+	if lsn != 0 {
+		at = formatLSN(lsn)
+	}
+	text := fmt.Sprintf("sluice: replication slot %s created at %s; do not edit (sluice teardown drops the slot and this publication)", slot, at)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("COMMENT ON PUBLICATION %s IS %s", quoteIdent(publication), quoteLiteral(text))); err != nil {
+		return fmt.Errorf("recording the creation of replication slot %s on publication %s (the role must own the publication): %w", slot, publication, err)
+	}
+	return nil
+}
+
+// checkSlotLost returns a SlotLost error when the pipeline's slot is invalidated, or missing
+// although the publication's record says Setup created it.
+func checkSlotLost(s slot, rec slotRecord, name string) error {
+	switch {
+	case s.Exists && s.WALStatus == WALLost:
+		return slotLost(name, invalidated)
+	case !s.Exists && rec.Found && rec.Slot == name:
+		return slotLost(name, "was dropped (the publication records its creation"+lsnText(rec.LSN)+", but the slot no longer exists)")
+	}
+	return nil
+}
+
+func lsnText(lsn uint64) string {
+	if lsn == 0 {
+		return ""
+	}
+	return " at " + formatLSN(lsn)
+}
+
+// ensureSlotRecorded makes sure an existing slot has a record (a pipeline set up before records
+// were kept gets one with an unknown creation point) and returns the slot's creation LSN (0:
+// unknown).
+func ensureSlotRecorded(ctx context.Context, conn *pgx.Conn, cfg Config, rec slotRecord, log *slog.Logger) (uint64, error) {
+	if rec.Found && rec.Slot == cfg.Slot {
+		return rec.LSN, nil
+	}
+	if err := writeSlotRecord(ctx, conn, cfg.Publication, cfg.Slot, 0); err != nil {
+		// The record only guards against a later loss; a pipeline that cannot keep it still runs.
+		log.Warn("could not record the replication slot; a later drop of the slot will not be recognized at setup",
+			slog.String(logSlot, cfg.Slot), slog.String("error", err.Error()))
+	}
+	return 0, nil
+}
+
+// SlotSince returns the LSN the pipeline's slot was created at, from the record Setup keeps on
+// the publication; 0 when unknown (no record, or a slot that existed before records were kept).
+// A table whose committed position is older cannot continue from this slot (see Info.SlotSince).
+func SlotSince(ctx context.Context, dsn, publication, slot string) (uint64, error) {
+	conn, err := connect(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rec, err := readSlotRecord(ctx, conn, publication)
+	if err != nil || !rec.Found || rec.Slot != slot {
+		return 0, err
+	}
+	return rec.LSN, nil
+}
+
+// EndSlotReader terminates the walsender that streams from slot, if any, so that the slot can be
+// dropped; it returns the walsender's process id (0: none). Only for a pipeline whose workflows
+// are stopped: a running reader would reconnect.
+func EndSlotReader(ctx context.Context, dsn, slot string) (int32, error) {
+	conn, err := connect(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var pid *int32
+	err = conn.QueryRow(ctx, `SELECT active_pid FROM pg_catalog.pg_replication_slots WHERE slot_name = $1`, slot).Scan(&pid)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && pid == nil {
+		return 0, nil
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `SELECT pg_catalog.pg_terminate_backend($1)`, *pid)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ending the walsender of replication slot %s: %w", slot, err)
+	}
+	return *pid, nil
+}

@@ -1,0 +1,105 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestCheckSlotLost(t *testing.T) {
+	t.Parallel()
+	rec := slotRecord{Found: true, Slot: "s", LSN: 0x16B3748}
+	for _, tc := range []struct {
+		name string
+		slot slot
+		rec  slotRecord
+		want string // "" for no error
+	}{
+		{"new pipeline", slot{}, slotRecord{}, ""},
+		{"healthy", slot{Exists: true, WALStatus: WALReserved}, rec, ""},
+		{"unreserved is not lost yet", slot{Exists: true, WALStatus: WALUnreserved}, rec, ""},
+		{"invalidated", slot{Exists: true, WALStatus: WALLost}, rec, "was invalidated (wal_status lost)"},
+		{"invalidated without record", slot{Exists: true, WALStatus: WALLost}, slotRecord{}, "was invalidated"},
+		{"dropped", slot{}, rec, "was dropped (the publication records its creation at 0/16B3748"},
+		{"record of another slot", slot{}, slotRecord{Found: true, Slot: "other"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := checkSlotLost(tc.slot, tc.rec, "s")
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("got %v, want none", err)
+				}
+				return
+			}
+			lost, ok := errors.AsType[*SlotLostError](err)
+			if !ok || !IsPermanent(err) {
+				t.Fatalf("got %v, want a permanent SlotLostError", err)
+			}
+			for _, want := range []string{"replication slot s", tc.want, "sluice teardown", "sluice resync"} {
+				if !strings.Contains(lost.Error(), want) {
+					t.Errorf("error %q does not say %q", lost.Error(), want)
+				}
+			}
+		})
+	}
+}
+
+// TestSetupRecordsSlotAndRefusesToRecreateIt: Setup records the slot's creation point on the
+// publication and returns it on every later setup; a pipeline whose slot was dropped gets
+// SlotLost from Setup and from the stream, never a new slot; after Teardown a new slot starts
+// later. A slot set up before records were kept is adopted with an unknown creation point.
+func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
+	cfg := db.config(t, "a")
+	first := setup(t, cfg)
+	if !first.SlotCreated || first.SlotSince == 0 || first.SlotSince > first.ConfirmedLSN {
+		t.Fatalf("first setup: SlotSince %X, confirmed %X", first.SlotSince, first.ConfirmedLSN)
+	}
+	if again := setup(t, cfg); again.SlotCreated || again.SlotSince != first.SlotSince {
+		t.Fatalf("second setup: SlotSince %X, want %X", again.SlotSince, first.SlotSince)
+	}
+	if got, err := SlotSince(ctx, cfg.DSN, cfg.Publication, cfg.Slot); err != nil || got != first.SlotSince {
+		t.Fatalf("SlotSince = %X, %v; want %X", got, err, first.SlotSince)
+	}
+
+	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
+	_, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler))
+	if lost, ok := errors.AsType[*SlotLostError](err); !ok || !strings.Contains(lost.What, "was dropped") {
+		t.Fatalf("setup after the drop: %v, want SlotLost (dropped)", err)
+	}
+	if s, _ := readSlot(ctx, db.conn, cfg.Slot); s.Exists {
+		t.Fatal("setup recreated the dropped slot")
+	}
+	r, err := NewReader(cfg, StreamOptions{Safe: nothingHeld})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Run(ctx, func(context.Context, Event) error { return nil })
+	if _, ok := errors.AsType[*SlotLostError](err); !ok || !IsPermanent(err) {
+		t.Fatalf("streaming a dropped slot: %v, want a permanent SlotLost", err)
+	}
+
+	if err := Teardown(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	next := setup(t, cfg)
+	if !next.SlotCreated || next.SlotSince <= first.SlotSince {
+		t.Fatalf("setup after teardown: created %v, SlotSince %X, want a new slot after %X", next.SlotCreated, next.SlotSince, first.SlotSince)
+	}
+
+	// A pipeline set up before records were kept: the slot is adopted, its start unknown, and
+	// a later drop is still recognized.
+	db.exec(t, "COMMENT ON PUBLICATION "+quoteIdent(cfg.Publication)+" IS NULL")
+	if adopted := setup(t, cfg); adopted.SlotCreated || adopted.SlotSince != 0 {
+		t.Fatalf("adopting setup: created %v, SlotSince %X, want 0", adopted.SlotCreated, adopted.SlotSince)
+	}
+	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
+	if _, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler)); !errors.As(err, new(*SlotLostError)) {
+		t.Fatalf("setup after dropping an adopted slot: %v, want SlotLost", err)
+	}
+}
