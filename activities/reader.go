@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -27,6 +28,9 @@ type Reader struct {
 	// ListEvery is how often the reader lists the staging store to learn which batches were
 	// acknowledged (which lets it confirm the slot further); 0 means 5 seconds.
 	ListEvery time.Duration
+	// Metrics records what the reader reads and what each table holds in staging; nil records
+	// nothing.
+	Metrics *metrics.Metrics
 }
 
 // ReadStreamInput says what to read and for how long.
@@ -95,8 +99,9 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 		ListEvery:   a.ListEvery,
 		Compression: a.Compression,
 	}, reader.Deps{
-		Store:  a.Staging,
-		Tables: tables,
+		Store:   a.Staging,
+		Tables:  tables,
+		Metrics: a.Metrics,
 		OpenFetcher: func(ctx context.Context) (reader.Fetcher, error) {
 			f, err := source.OpenFetcher(ctx, cfg)
 			if err != nil {

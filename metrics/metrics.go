@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicecdc/sluice/source"
 )
 
 // OtherTable is the table label of a table the worker's config does not name.
@@ -234,41 +236,30 @@ func (m *Metrics) FailedTables(pipeline string, failed map[string]int) {
 	}
 }
 
-// Slot is the replication slot's state as pg_replication_slots shows it.
-type Slot struct {
-	Name        string
-	Exists      bool
-	Active      bool
-	WALStatus   string // reserved, extended, unreserved, lost
-	CurrentLSN  uint64 // pg_current_wal_lsn()
-	RestartLSN  uint64
-	SafeWALSize int64 // -1: unlimited (max_slot_wal_keep_size = -1) or unknown
-}
-
 // SlotObserved records the slot's state from one poll.
-func (m *Metrics) SlotObserved(pipeline string, s Slot) {
+func (m *Metrics) SlotObserved(pipeline string, s source.SlotState) {
 	if m == nil {
 		return
 	}
-	m.sourceLSN.WithLabelValues(pipeline).Set(float64(s.CurrentLSN))
-	m.slotWALStatus.DeletePartialMatch(prometheus.Labels{"pipeline": pipeline, "slot": s.Name})
+	m.sourceLSN.WithLabelValues(pipeline).Set(float64(s.Current))
+	m.slotWALStatus.DeletePartialMatch(prometheus.Labels{"pipeline": pipeline, "slot": s.Slot})
 	if !s.Exists {
-		m.slotActive.WithLabelValues(pipeline, s.Name).Set(0)
-		m.slotRetained.DeleteLabelValues(pipeline, s.Name)
-		m.slotSafeWAL.DeleteLabelValues(pipeline, s.Name)
-		m.slotWALStatus.WithLabelValues(pipeline, s.Name, "missing").Set(1)
+		m.slotActive.WithLabelValues(pipeline, s.Slot).Set(0)
+		m.slotRetained.DeleteLabelValues(pipeline, s.Slot)
+		m.slotSafeWAL.DeleteLabelValues(pipeline, s.Slot)
+		m.slotWALStatus.WithLabelValues(pipeline, s.Slot, "missing").Set(1)
 		return
 	}
 	active := 0.0
 	if s.Active {
 		active = 1
 	}
-	m.slotActive.WithLabelValues(pipeline, s.Name).Set(active)
-	retained := 0.0
-	if s.CurrentLSN > s.RestartLSN && s.RestartLSN > 0 {
-		retained = float64(s.CurrentLSN - s.RestartLSN)
+	m.slotActive.WithLabelValues(pipeline, s.Slot).Set(active)
+	m.slotRetained.WithLabelValues(pipeline, s.Slot).Set(float64(max(s.RetainedBytes, 0)))
+	safe := int64(-1)
+	if s.SafeWALSize != nil {
+		safe = *s.SafeWALSize
 	}
-	m.slotRetained.WithLabelValues(pipeline, s.Name).Set(retained)
-	m.slotSafeWAL.WithLabelValues(pipeline, s.Name).Set(float64(s.SafeWALSize))
-	m.slotWALStatus.WithLabelValues(pipeline, s.Name, s.WALStatus).Set(1)
+	m.slotSafeWAL.WithLabelValues(pipeline, s.Slot).Set(float64(safe))
+	m.slotWALStatus.WithLabelValues(pipeline, s.Slot, s.WALStatus).Set(1)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/version"
+	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -111,16 +112,23 @@ func run(ctx context.Context, o options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sdkHandler, err := sdkMetrics(reg, log.With("module", "metrics"))
+	if err != nil {
+		return err
+	}
+	m := metrics.New(reg, map[string][]string{cfg.Pipeline: tableNames(cfg)})
 	tc, err := client.DialContext(ctx, client.Options{
 		HostPort:       cfg.Temporal.Address,
 		Namespace:      cfg.Temporal.Namespace,
 		Logger:         tlog.NewStructuredLogger(log.With("module", "temporal")),
-		MetricsHandler: newMetricsHandler(reg),
+		MetricsHandler: sdkHandler,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
 	}
 	defer tc.Close()
+	health := newHealth()
+	go health.watch(ctx, tc)
 
 	store, err := staging.Open(ctx, cfg.Staging.URL, "", "")
 	if err != nil {
@@ -132,7 +140,7 @@ func run(ctx context.Context, o options) error {
 
 	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints}
+	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints, Metrics: m}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -153,17 +161,18 @@ func run(ctx context.Context, o options) error {
 		// activity) at least this often: the SDK's default holds them back up to 80% of the
 		// heartbeat timeout, leaving a busy worker little margin before it.
 		MaxHeartbeatThrottleInterval: workflows.ShortHeartbeat / 4,
+		OnFatalError:                 health.setFatal,
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4},
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4, Metrics: m},
 		Snapshot: snapshots,
 		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
-		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},
+		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"), Metrics: m},
 	}.Register(w)
 
 	if o.metricsAddr != "" {
-		srv, err := serveMetrics(o.metricsAddr, reg, o.pprof)
+		srv, err := serveMetrics(o.metricsAddr, reg, health, o.pprof)
 		if err != nil {
 			return err
 		}
@@ -173,6 +182,8 @@ func run(ctx context.Context, o options) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
 	}
+	health.setStarted()
+	go observe(ctx, cfg, tables, m, log.With("module", "observe"))
 	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "temporal", cfg.Temporal.Address)
 	<-ctx.Done()
 	log.Info("stopping: finishing running tasks", "grace", o.shutdown)
@@ -219,15 +230,17 @@ func newLogger(format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-// serveMetrics serves /metrics from reg and /healthz on addr until Shutdown.
-func serveMetrics(addr string, reg *prometheus.Registry, withPprof bool) (*http.Server, error) {
+// serveMetrics serves /metrics from reg, /healthz (alive: Temporal reachable, the worker
+// polling) and /readyz (also started and checked) on addr until Shutdown.
+func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bool) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("/healthz", h.handler(false))
+	mux.Handle("/readyz", h.handler(true))
 	if withPprof {
 		handlePprof(mux)
 	}
@@ -238,4 +251,13 @@ func serveMetrics(addr string, reg *prometheus.Registry, withPprof bool) (*http.
 		}
 	}()
 	return srv, nil
+}
+
+// tableNames are the configured tables as the metrics label them (schema.name).
+func tableNames(cfg *config.Config) []string {
+	var names []string
+	for _, t := range pipeline.SourceTables(cfg) {
+		names = append(names, t.Table.String())
+	}
+	return names
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -165,11 +167,14 @@ func (t Tables) lastFailure(ctx context.Context, id string) (string, error) {
 	}
 	runErr := t.Client.GetWorkflow(ctx, id, "").Get(ctx, nil)
 	var appErr *temporal.ApplicationError
-	if errors.As(runErr, &appErr) {
+	if errors.As(runErr, &appErr) && appErr.Type() != "" {
 		return appErr.Type(), nil
 	}
-	return "", nil
+	return unknownFailure, nil
 }
+
+// unknownFailure is lastFailure's type for a failure that is no typed application error.
+const unknownFailure = "Unknown"
 
 func (t Tables) signal(ctx context.Context, table activities.TableConfig, name string) error {
 	id := TableWorkflowID(table.Pipeline, table.Table())
@@ -180,3 +185,38 @@ func (t Tables) signal(ctx context.Context, table activities.TableConfig, name s
 }
 
 var _ activities.TableStarter = Tables{}
+
+// FailedTables counts the pipeline's tables whose latest run failed (waiting for the operator),
+// by the failure's error type ("" when it is not an application error). It finds them through
+// the SluicePipeline search attribute: failed runs listed, then each table's latest run checked,
+// so a table resumed since counts no more.
+func (t Tables) FailedTables(ctx context.Context, pipeline string) (map[string]int, error) {
+	query := fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Failed' AND WorkflowType = '%s'",
+		SearchPipeline.GetName(), strings.ReplaceAll(pipeline, "'", "''"), TableWorkflowType)
+	seen := map[string]bool{}
+	failed := map[string]int{}
+	var token []byte
+	for {
+		resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("listing failed tables of pipeline %s: %w", pipeline, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			typ, err := t.lastFailure(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if typ != "" { // "": resumed since
+				failed[typ]++
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return failed, nil
+		}
+	}
+}
