@@ -41,6 +41,28 @@ type Temporal struct {
 	Address   string `json:"address"`    // host:port (default 127.0.0.1:7233)
 	Namespace string `json:"namespace"`  // default "default"
 	TaskQueue string `json:"task_queue"` // default "sluice-<pipeline>"
+	// APIKey authenticates to Temporal Cloud (or a cluster that takes API keys) as a bearer
+	// token; it turns TLS on. Secret: set it with api_key_file or SLUICE_TEMPORAL_API_KEY.
+	APIKey     string `json:"api_key,omitempty"`
+	APIKeyFile string `json:"api_key_file,omitempty"` // file holding api_key
+	// TLS secures the connection to the frontend; off unless a key of it (or api_key) is set.
+	TLS TemporalTLS `json:"tls"`
+}
+
+// TemporalTLS is the TLS of the connection to the Temporal frontend. Setting any key turns
+// TLS on; the server's certificate is always verified (against CAFile, else the system's roots).
+type TemporalTLS struct {
+	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
+	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
+	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
+	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
+	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
+}
+
+// On reports whether the connection uses TLS: enabled, or any other TLS key, or an API key set.
+func (t Temporal) On() bool {
+	s := t.TLS
+	return s.Enabled || s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != "" || t.APIKey != ""
 }
 
 // Staging is where the reader stages batch files for the committers.

@@ -19,6 +19,7 @@ var passwordKV = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|
 func (c *Config) Redacted() *Config {
 	r := *c
 	r.Source.DSN = redactDSN(c.Source.DSN)
+	r.Temporal.APIKey = redactSecret(c.Temporal.APIKey)
 	r.Tables = make([]Table, len(c.Tables))
 	for i, t := range c.Tables {
 		t.Metadata = append([]Metadata(nil), t.Metadata...)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/source"
@@ -111,14 +112,12 @@ func run(ctx context.Context, o options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.Temporal.Address,
-		Namespace:      cfg.Temporal.Namespace,
+	tc, err := temporalconn.Dial(ctx, cfg.Temporal, client.Options{
 		Logger:         tlog.NewStructuredLogger(log.With("module", "temporal")),
 		MetricsHandler: newMetricsHandler(reg),
 	})
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
+		return err
 	}
 	defer tc.Close()
 
