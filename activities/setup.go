@@ -18,6 +18,8 @@ type Setup struct {
 	Tables  TableStarter
 	Sources SourceConfigs
 	Logger  *slog.Logger
+	// Authority is the worker's config that every input is checked against; nil refuses all.
+	Authority *Authority
 }
 
 // SetupInput describes a pipeline's source side.
@@ -44,6 +46,9 @@ type SetupResult struct {
 // that cannot serve the pipeline (preflight problems) is a non-retryable SourceSetup error that
 // names every problem.
 func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, error) {
+	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
+		return SetupResult{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {
 		return SetupResult{}, err
@@ -68,6 +73,11 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 // tables are backfilled too. Tables whose workflow failed stay stopped for the operator. It is
 // idempotent and heartbeats once per table.
 func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) error {
+	for _, t := range tables {
+		if err := a.Authority.CheckTable(t); err != nil {
+			return err
+		}
+	}
 	for i, t := range tables {
 		if err := a.Tables.EnsureTableWorkflow(ctx, t); err != nil {
 			return fmt.Errorf("ensuring workflow of table %s: %w", t.Table(), err)
@@ -80,6 +90,9 @@ func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) 
 // TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by
 // hand (signal-with-start from the Temporal CLI) has no columns in its input; its run asks here.
 func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, error) {
+	if err := a.Authority.CheckTable(in); err != nil {
+		return batch.Schema{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, "", "", []TableConfig{in})
 	if err != nil {
 		return batch.Schema{}, err

@@ -131,7 +131,8 @@ func run(ctx context.Context, o options) error {
 
 	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints}
+	authority := pipeline.Authority(cfg) // every activity input is checked against the config
+	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints, Authority: authority}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -149,10 +150,10 @@ func run(ctx context.Context, o options) error {
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4},
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4, Authority: authority},
 		Snapshot: snapshots,
-		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
-		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},
+		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority},
+		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"), Authority: authority},
 	}.Register(w)
 
 	if o.metricsAddr != "" {
