@@ -24,6 +24,8 @@ type Source struct {
 	// DSN is a libpq connection string or postgres:// URL. It holds a secret: set it with
 	// SLUICE_SOURCE_DSN rather than in the file. The replication connection is derived from it.
 	DSN string `json:"dsn"`
+	// DSNFile names a file holding DSN (a mounted secret); SLUICE_SOURCE_DSN_FILE sets it.
+	DSNFile string `json:"dsn_file,omitempty"`
 	// Slot is the logical replication slot (default sluice_<pipeline>, with - turned into _).
 	Slot string `json:"slot"`
 	// Publication is the publication the slot decodes (default: the same name as Slot).
@@ -129,13 +131,16 @@ type IcebergCatalog struct {
 	// URI is, for sql, a sqlite file path or file: URI (dialect sqlite) or a Postgres DSN
 	// (dialect postgres); for rest, the catalog's http(s) URL.
 	URI     string `json:"uri"`
-	Dialect string `json:"dialect,omitempty"` // sql only: sqlite (default) or postgres
-	Name    string `json:"name"`              // catalog name (default "sluice")
+	URIFile string `json:"uri_file,omitempty"` // file holding URI (a Postgres catalog DSN holds a password)
+	Dialect string `json:"dialect,omitempty"`  // sql only: sqlite (default) or postgres
+	Name    string `json:"name"`               // catalog name (default "sluice")
 	// Credential is a rest catalog's OAuth2 client credential (client_id:client_secret), which the
 	// catalog exchanges for a token. Secret: set it with SLUICE_SINK_ICEBERG_CATALOG_CREDENTIAL.
-	Credential string `json:"credential,omitempty"`
+	Credential     string `json:"credential,omitempty"`
+	CredentialFile string `json:"credential_file,omitempty"` // file holding Credential
 	// Token is a rest catalog's bearer token. Secret: set it with SLUICE_SINK_ICEBERG_CATALOG_TOKEN.
-	Token string `json:"token,omitempty"`
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"token_file,omitempty"` // file holding Token
 }
 
 // S3 is how to reach an S3-compatible object store.
@@ -144,6 +149,8 @@ type S3 struct {
 	Region          string `json:"region"`
 	AccessKeyID     string `json:"access_key_id,omitempty"`
 	SecretAccessKey string `json:"secret_access_key,omitempty"` // secret: set with SLUICE_SINK_ICEBERG_S3_SECRET_ACCESS_KEY
+	// SecretAccessKeyFile names a file holding SecretAccessKey.
+	SecretAccessKeyFile string `json:"secret_access_key_file,omitempty"`
 }
 
 // IcebergMaintenance schedules the table maintenance the Iceberg sink runs between commits.
@@ -162,7 +169,9 @@ type ClickHouse struct {
 	Database string `json:"database"`           // database of targets without one (default "default")
 	Username string `json:"username"`           // default "default"
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_CLICKHOUSE_PASSWORD
-	TLS      bool   `json:"tls,omitempty"`
+	// PasswordFile names a file holding Password.
+	PasswordFile string `json:"password_file,omitempty"`
+	TLS          bool   `json:"tls,omitempty"`
 	// Schema is the layout of new tables: SchemaAuto, SchemaModern or SchemaCompatible.
 	Schema       string   `json:"schema,omitempty"`
 	DialTimeout  Duration `json:"dial_timeout,omitempty"`   // bounds connecting (default 10s)
@@ -200,8 +209,10 @@ type Couchbase struct {
 	ConnStr  string `json:"connstr"` // couchbase://host or couchbases://host
 	Username string `json:"username"`
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_COUCHBASE_PASSWORD
-	Bucket   string `json:"bucket"`
-	Scope    string `json:"scope"` // scope of targets without one (default "_default")
+	// PasswordFile names a file holding Password.
+	PasswordFile string `json:"password_file,omitempty"`
+	Bucket       string `json:"bucket"`
+	Scope        string `json:"scope"` // scope of targets without one (default "_default")
 	// MetadataCollection holds the sink's checkpoint and key-index documents in each target's
 	// scope (default "sluice_meta").
 	MetadataCollection string `json:"metadata_collection,omitempty"`

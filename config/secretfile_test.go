@@ -130,6 +130,9 @@ func secretFileBase(key string) map[string]any {
 		}
 		setPath(tree, "sink.iceberg.warehouse", "s3://lake/wh")
 		setPath(tree, "sink.iceberg.s3.region", "us-east-1")
+		if key == "sink.iceberg.s3.secret_access_key_file" {
+			setPath(tree, "sink.iceberg.s3.access_key_id", "AKIA")
+		}
 	case SinkClickHouse:
 		setPath(tree, "sink.clickhouse.addr", "ch:9000")
 	case SinkCouchbase:
@@ -147,6 +150,8 @@ func secretValue(key, secret string) string {
 		return "postgres://u:" + secret + "@h/db"
 	case "sink.iceberg.catalog.uri_file":
 		return "postgres://u:" + secret + "@h/catalog"
+	case "sink.iceberg.catalog.credential_file":
+		return "client:" + secret
 	}
 	return secret
 }
