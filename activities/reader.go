@@ -27,6 +27,8 @@ type Reader struct {
 	// ListEvery is how often the reader lists the staging store to learn which batches were
 	// acknowledged (which lets it confirm the slot further); 0 means 5 seconds.
 	ListEvery time.Duration
+	// Authority is the worker's config that every input is checked against; nil refuses all.
+	Authority *Authority
 }
 
 // ReadStreamInput says what to read and for how long.
@@ -61,6 +63,9 @@ type ReadStreamResult struct {
 // backfill again from a snapshot taken after the truncate), which is exact where replaying a
 // truncate is not.
 func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
+	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
+		return ReadStreamResult{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {
 		return ReadStreamResult{}, err

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/source"
@@ -111,14 +112,12 @@ func run(ctx context.Context, o options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.Temporal.Address,
-		Namespace:      cfg.Temporal.Namespace,
+	tc, err := temporalconn.Dial(ctx, cfg.Temporal, client.Options{
 		Logger:         tlog.NewStructuredLogger(log.With("module", "temporal")),
 		MetricsHandler: newMetricsHandler(reg),
 	})
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
+		return err
 	}
 	defer tc.Close()
 
@@ -132,7 +131,8 @@ func run(ctx context.Context, o options) error {
 
 	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints}
+	authority := pipeline.Authority(cfg) // every activity input is checked against the config
+	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints, Authority: authority}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -156,10 +156,10 @@ func run(ctx context.Context, o options) error {
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4},
+		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4, Authority: authority},
 		Snapshot: snapshots,
-		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
-		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader")},
+		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority},
+		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"), Authority: authority},
 	}.Register(w)
 
 	if o.metricsAddr != "" {
