@@ -34,12 +34,17 @@ type Commit struct {
 	Faults *faults.Points
 	// Metrics records commits, positions and maintenance runs; nil records nothing.
 	Metrics *metrics.Metrics
+	// Authority is the worker's config that every input is checked against; nil refuses all.
+	Authority *Authority
 }
 
 // EnsureTable creates or evolves the table's target in its sink. It is idempotent. A target
 // that holds a position of another source than in.Source is left as it is: a non-retryable
 // SourceMismatch error.
 func (a *Commit) EnsureTable(ctx context.Context, in TableConfig) error {
+	if err := a.Authority.CheckTable(in); err != nil {
+		return err
+	}
 	sink, err := a.Sinks.Sink(ctx, in.Sink)
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
@@ -105,6 +110,9 @@ type CommitBatchResult struct {
 // error naming the table, the range (first lo..last hi), the files and the cause; other
 // failures are transient.
 func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (CommitBatchResult, error) {
+	if err := a.Authority.CheckTable(in.Table); err != nil {
+		return CommitBatchResult{}, err
+	}
 	g := in.batches()
 	for _, ref := range g {
 		if ref.Pipeline != in.Table.Pipeline || ref.Table != in.Table.Table() {

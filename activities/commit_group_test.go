@@ -233,7 +233,7 @@ func TestCommitBatchGroup(t *testing.T) {
 			}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
+			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
 
 			val, err := env.ExecuteActivity("CommitBatch", CommitBatchInput{Table: testTable, Refs: refs})
 			checkErr(t, err, tt.wantErrType, tt.wantInError)
@@ -300,7 +300,7 @@ func TestCommitBatchGroupCommittedMeanwhile(t *testing.T) {
 	sink := &laterSink{groupSink: &groupSink{}, reads: 1, after: refs[1].Hi}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
+	env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
 	val, err := env.ExecuteActivity("CommitBatch", CommitBatchInput{Table: testTable, Ref: refs[0], Refs: refs})
 	if err != nil {
 		t.Fatal(err)

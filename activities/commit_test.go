@@ -37,6 +37,9 @@ var testSpec = sinks.TableSpec{Target: "raw.orders", Schema: batch.Schema{
 
 var testTable = TableConfig{Pipeline: "p1", Spec: testSpec, Sink: SinkRef{Name: "lake"}}
 
+// testAuthority is a worker config holding testTable only.
+var testAuthority = &Authority{Pipeline: "p1", Sink: SinkRef{Name: "lake"}, Tables: []TableConfig{testTable}}
+
 // fakeSink is an in-test sinks.Sink: a committed position and the row positions applied.
 type fakeSink struct {
 	mu       sync.Mutex
@@ -152,7 +155,7 @@ func TestCommitBatch(t *testing.T) {
 			}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
+			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
 
 			val, err := env.ExecuteActivity("CommitBatch", CommitBatchInput{Table: testTable, Ref: ref})
 			checkErr(t, err, tt.wantErrType, tt.wantInError)

@@ -31,6 +31,9 @@ type MaintainResult struct {
 // MaintenanceFailed error, others are retried. The TableWorkflow runs it between commits and
 // goes on committing whatever it returns.
 func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (MaintainResult, error) {
+	if err := a.Authority.CheckTable(in); err != nil {
+		return MaintainResult{}, err
+	}
 	sink, err := a.Sinks.Sink(ctx, in.Sink)
 	if err != nil {
 		return MaintainResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)

@@ -57,7 +57,7 @@ func TestMaintainTable(t *testing.T) {
 			t.Parallel()
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Sinks: oneSink{tt.sink}, HeartbeatEvery: time.Millisecond})
+			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{tt.sink}, HeartbeatEvery: time.Millisecond})
 			val, err := env.ExecuteActivity("MaintainTable", testTable)
 			checkErr(t, err, tt.wantErrType, tt.wantInError)
 			if err != nil {
@@ -99,7 +99,7 @@ func TestMaintainTableIceberg(t *testing.T) {
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: 10 * time.Millisecond})
+	env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: 10 * time.Millisecond})
 	if _, err := env.ExecuteActivity("EnsureTable", testTable); err != nil {
 		t.Fatalf("EnsureTable: %v", err)
 	}

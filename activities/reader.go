@@ -31,6 +31,8 @@ type Reader struct {
 	// Metrics records what the reader reads and what each table holds in staging; nil records
 	// nothing.
 	Metrics *metrics.Metrics
+	// Authority is the worker's config that every input is checked against; nil refuses all.
+	Authority *Authority
 }
 
 // ReadStreamInput says what to read and for how long.
@@ -65,6 +67,9 @@ type ReadStreamResult struct {
 // backfill again from a snapshot taken after the truncate), which is exact where replaying a
 // truncate is not.
 func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
+	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
+		return ReadStreamResult{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {
 		return ReadStreamResult{}, err

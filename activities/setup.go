@@ -20,6 +20,8 @@ type Setup struct {
 	Tables  TableStarter
 	Sources SourceConfigs
 	Logger  *slog.Logger
+	// Authority is the worker's config that every input is checked against; nil refuses all.
+	Authority *Authority
 }
 
 // SetupInput describes a pipeline's source side.
@@ -46,6 +48,9 @@ type SetupResult struct {
 // that cannot serve the pipeline (preflight problems) is a non-retryable SourceSetup error that
 // names every problem.
 func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, error) {
+	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
+		return SetupResult{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {
 		return SetupResult{}, err
@@ -76,6 +81,11 @@ const ensureWorkflowsAtOnce = 16
 // idempotent, starts up to ensureWorkflowsAtOnce tables at once and heartbeats the number of
 // tables done after each one.
 func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) error {
+	for _, t := range tables {
+		if err := a.Authority.CheckTable(t); err != nil {
+			return err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ensureWorkflowsAtOnce)
 	var done atomic.Int64
@@ -94,6 +104,9 @@ func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) 
 // TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by
 // hand (signal-with-start from the Temporal CLI) has no columns in its input; its run asks here.
 func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, error) {
+	if err := a.Authority.CheckTable(in); err != nil {
+		return batch.Schema{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, "", "", []TableConfig{in})
 	if err != nil {
 		return batch.Schema{}, err

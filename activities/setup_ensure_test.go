@@ -36,8 +36,10 @@ func TestEnsureTableWorkflowsStartsEveryTableBoundedly(t *testing.T) {
 	t.Parallel()
 	tables := make([]TableConfig, 200)
 	for i := range tables {
+		tables[i].Pipeline, tables[i].Sink = "p1", SinkRef{Name: "lake"}
 		tables[i].Spec.Schema.Table = batch.TableName{Schema: "public", Name: fmt.Sprintf("t%03d", i)}
 	}
+	auth := &Authority{Pipeline: "p1", Sink: SinkRef{Name: "lake"}, Tables: tables}
 	for _, tt := range []struct {
 		name    string
 		fail    string // the table whose start fails
@@ -66,7 +68,7 @@ func TestEnsureTableWorkflowsStartsEveryTableBoundedly(t *testing.T) {
 			}}
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Setup{Tables: starter})
+			env.RegisterActivity(&Setup{Tables: starter, Authority: auth})
 			_, err := env.ExecuteActivity("EnsureTableWorkflows", tables)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -47,7 +47,7 @@ func TestPositionGap(t *testing.T) {
 			in.SlotSince = tt.since
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st})
+			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st})
 			wantIn := []string{"shop.orders", testSource.Slot, fmt.Sprint(source.LSN(tt.since)), "sluice resync --config <file> --table shop.orders"}
 			_, err = env.ExecuteActivity("EnsureTable", in)
 			checkErr(t, err, tt.wantType, wantIn)

@@ -40,6 +40,8 @@ type Snapshot struct {
 	Faults *faults.Points
 	// Metrics records backfill progress; nil records nothing.
 	Metrics *metrics.Metrics
+	// Authority is the worker's config that every input is checked against; nil refuses all.
+	Authority *Authority
 
 	mu   sync.Mutex
 	open map[string]*backfill.Session // by exported snapshot name
@@ -65,6 +67,9 @@ type BeginSnapshotInput struct {
 // open on this worker for the session's CopyChunk and EndSnapshot. A snapshot this worker still
 // holds for the same table (from a run that failed) is released first.
 func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (SnapshotInfo, error) {
+	if err := a.Authority.CheckTable(in.Table); err != nil {
+		return SnapshotInfo{}, err
+	}
 	cfg, err := sourceConfig(a.Sources, in.Table.Pipeline, "", "", []TableConfig{in.Table})
 	if err != nil {
 		return SnapshotInfo{}, err
@@ -127,6 +132,9 @@ type CopyChunkResult struct {
 // snapshot batch (rows only, zero Hi). Re-applying a chunk is idempotent (upsert by key). Unless
 // the chunk is the last, the next one is read ahead while this one is applied.
 func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkResult, error) {
+	if err := a.Authority.CheckTable(in.Table); err != nil {
+		return CopyChunkResult{}, err
+	}
 	held, err := a.held(in.Snapshot.Name, in.Table.Table())
 	if err != nil {
 		return CopyChunkResult{}, err
@@ -182,6 +190,9 @@ type EndSnapshotInput struct {
 // EndSnapshot commits the snapshot's position to the sink (the table is now backfilled) and
 // releases the snapshot's connection.
 func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) error {
+	if err := a.Authority.CheckTable(in.Table); err != nil {
+		return err
+	}
 	if _, err := a.held(in.Snapshot.Name, in.Table.Table()); err != nil {
 		return err
 	}
@@ -275,6 +286,9 @@ func (a *Snapshot) release(ctx context.Context, match func(*backfill.Session) bo
 // table's target. A backfill starts with it, so a copy interrupted by a lost session is never
 // trusted. It is idempotent.
 func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
+	if err := a.Authority.CheckTable(in); err != nil {
+		return err
+	}
 	sink, err := a.Sinks.Sink(ctx, in.Sink)
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)

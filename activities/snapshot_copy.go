@@ -52,6 +52,9 @@ const defaultApplyBytes = 64 << 20
 // cancelled mid-way (a query cancelled mid-read may close the snapshot's connection); only the
 // attempt's deadline bounds them.
 func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (backfill.Cursor, error) {
+	if err := a.Authority.CheckTable(in.Table); err != nil {
+		return backfill.Cursor{}, err
+	}
 	held, err := a.held(in.Snapshot.Name, in.Table.Table())
 	if err != nil {
 		return backfill.Cursor{}, err

@@ -62,7 +62,7 @@ func TestStoredPositionOfAnotherSource(t *testing.T) {
 			in.Source = tt.source
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Sinks: oneSink{sink}, Staging: st})
+			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st})
 			wantIn := []string{"shop.orders", "raw.orders", "another source", "sluice resume --table shop.orders"}
 
 			_, err = env.ExecuteActivity("EnsureTable", in)

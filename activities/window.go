@@ -53,6 +53,9 @@ type LoadTableResult struct {
 // continue-as-new, restart after a lost snapshot session) starts from it. Staged batches of
 // another source than the committed position are a non-retryable SourceMismatch error.
 func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (LoadTableResult, error) {
+	if err := a.Authority.CheckTable(in.TableConfig); err != nil {
+		return LoadTableResult{}, err
+	}
 	sink, err := a.Sinks.Sink(ctx, in.Sink)
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
@@ -93,6 +96,9 @@ type NextBatchesResult struct {
 // the staging store, read a window at a time. It only lists, so it is idempotent. Staged
 // batches of another source than in.After are a non-retryable SourceMismatch error.
 func (a *Commit) NextBatches(ctx context.Context, in NextBatchesInput) (NextBatchesResult, error) {
+	if err := a.Authority.CheckTable(in.Table); err != nil {
+		return NextBatchesResult{}, err
+	}
 	w, err := a.window(ctx, in.Table, in.After, in.HasPosition, in.Window)
 	if err != nil {
 		return NextBatchesResult{}, fmt.Errorf("listing staged batches of table %s: %w", in.Table.Table(), err)

@@ -24,6 +24,8 @@ type Source struct {
 	// DSN is a libpq connection string or postgres:// URL. It holds a secret: set it with
 	// SLUICE_SOURCE_DSN rather than in the file. The replication connection is derived from it.
 	DSN string `json:"dsn"`
+	// DSNFile names a file holding DSN (a mounted secret); SLUICE_SOURCE_DSN_FILE sets it.
+	DSNFile string `json:"dsn_file,omitempty"`
 	// Slot is the logical replication slot (default sluice_<pipeline>, with - turned into _).
 	Slot string `json:"slot"`
 	// Publication is the publication the slot decodes (default: the same name as Slot).
@@ -41,6 +43,28 @@ type Temporal struct {
 	Address   string `json:"address"`    // host:port (default 127.0.0.1:7233)
 	Namespace string `json:"namespace"`  // default "default"
 	TaskQueue string `json:"task_queue"` // default "sluice-<pipeline>"
+	// APIKey authenticates to Temporal Cloud (or a cluster that takes API keys) as a bearer
+	// token; it turns TLS on. Secret: set it with api_key_file or SLUICE_TEMPORAL_API_KEY.
+	APIKey     string `json:"api_key,omitempty"`
+	APIKeyFile string `json:"api_key_file,omitempty"` // file holding api_key
+	// TLS secures the connection to the frontend; off unless a key of it (or api_key) is set.
+	TLS TemporalTLS `json:"tls"`
+}
+
+// TemporalTLS is the TLS of the connection to the Temporal frontend. Setting any key turns
+// TLS on; the server's certificate is always verified (against CAFile, else the system's roots).
+type TemporalTLS struct {
+	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
+	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
+	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
+	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
+	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
+}
+
+// On reports whether the connection uses TLS: enabled, or any other TLS key, or an API key set.
+func (t Temporal) On() bool {
+	s := t.TLS
+	return s.Enabled || s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != "" || t.APIKey != ""
 }
 
 // Staging is where the reader stages batch files for the committers.
@@ -107,13 +131,16 @@ type IcebergCatalog struct {
 	// URI is, for sql, a sqlite file path or file: URI (dialect sqlite) or a Postgres DSN
 	// (dialect postgres); for rest, the catalog's http(s) URL.
 	URI     string `json:"uri"`
-	Dialect string `json:"dialect,omitempty"` // sql only: sqlite (default) or postgres
-	Name    string `json:"name"`              // catalog name (default "sluice")
+	URIFile string `json:"uri_file,omitempty"` // file holding URI (a Postgres catalog DSN holds a password)
+	Dialect string `json:"dialect,omitempty"`  // sql only: sqlite (default) or postgres
+	Name    string `json:"name"`               // catalog name (default "sluice")
 	// Credential is a rest catalog's OAuth2 client credential (client_id:client_secret), which the
 	// catalog exchanges for a token. Secret: set it with SLUICE_SINK_ICEBERG_CATALOG_CREDENTIAL.
-	Credential string `json:"credential,omitempty"`
+	Credential     string `json:"credential,omitempty"`
+	CredentialFile string `json:"credential_file,omitempty"` // file holding Credential
 	// Token is a rest catalog's bearer token. Secret: set it with SLUICE_SINK_ICEBERG_CATALOG_TOKEN.
-	Token string `json:"token,omitempty"`
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"token_file,omitempty"` // file holding Token
 }
 
 // S3 is how to reach an S3-compatible object store.
@@ -122,6 +149,8 @@ type S3 struct {
 	Region          string `json:"region"`
 	AccessKeyID     string `json:"access_key_id,omitempty"`
 	SecretAccessKey string `json:"secret_access_key,omitempty"` // secret: set with SLUICE_SINK_ICEBERG_S3_SECRET_ACCESS_KEY
+	// SecretAccessKeyFile names a file holding SecretAccessKey.
+	SecretAccessKeyFile string `json:"secret_access_key_file,omitempty"`
 }
 
 // IcebergMaintenance schedules the table maintenance the Iceberg sink runs between commits.
@@ -140,7 +169,9 @@ type ClickHouse struct {
 	Database string `json:"database"`           // database of targets without one (default "default")
 	Username string `json:"username"`           // default "default"
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_CLICKHOUSE_PASSWORD
-	TLS      bool   `json:"tls,omitempty"`
+	// PasswordFile names a file holding Password.
+	PasswordFile string `json:"password_file,omitempty"`
+	TLS          bool   `json:"tls,omitempty"`
 	// Schema is the layout of new tables: SchemaAuto, SchemaModern or SchemaCompatible.
 	Schema       string   `json:"schema,omitempty"`
 	DialTimeout  Duration `json:"dial_timeout,omitempty"`   // bounds connecting (default 10s)
@@ -178,8 +209,10 @@ type Couchbase struct {
 	ConnStr  string `json:"connstr"` // couchbase://host or couchbases://host
 	Username string `json:"username"`
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_COUCHBASE_PASSWORD
-	Bucket   string `json:"bucket"`
-	Scope    string `json:"scope"` // scope of targets without one (default "_default")
+	// PasswordFile names a file holding Password.
+	PasswordFile string `json:"password_file,omitempty"`
+	Bucket       string `json:"bucket"`
+	Scope        string `json:"scope"` // scope of targets without one (default "_default")
 	// MetadataCollection holds the sink's checkpoint and key-index documents in each target's
 	// scope (default "sluice_meta").
 	MetadataCollection string `json:"metadata_collection,omitempty"`

@@ -111,7 +111,9 @@ func TestDefaults(t *testing.T) {
 		{"slot with dash", []edit{set("pipeline", "orders-to-lake")}, func(c *Config) (any, any) { return c.Source.Slot, "sluice_orders_to_lake" }},
 		{"publication", []edit{set("source.slot", "my_slot")}, func(c *Config) (any, any) { return c.Source.Publication, "sluice_demo" }},
 		{"chunk rows", nil, func(c *Config) (any, any) { return c.Source.SnapshotChunkRows, 50000 }},
-		{"temporal", nil, func(c *Config) (any, any) { return c.Temporal, Temporal{"127.0.0.1:7233", "default", "sluice-demo"} }},
+		{"temporal", nil, func(c *Config) (any, any) {
+			return c.Temporal, Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "sluice-demo"}
+		}},
 		{"task queue follows the pipeline", []edit{set("pipeline", "orders-to-lake")}, func(c *Config) (any, any) { return c.Temporal.TaskQueue, "sluice-orders-to-lake" }},
 		{"batch", nil, func(c *Config) (any, any) { return c.Batch, Batch{100000, 64 << 20, Duration(time.Second)} }},
 		{"sql dialect", nil, func(c *Config) (any, any) { return c.Sink.Iceberg.Catalog.Dialect, "sqlite" }},
@@ -188,7 +190,9 @@ tables: [{source: public.orders, target: orders}]
 		{"boolean", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS": "true"},
 			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, true }, nil},
 		{"temporal", map[string]string{"SLUICE_TEMPORAL_ADDRESS": "temporal:7233", "SLUICE_TEMPORAL_TASK_QUEUE": "q2"},
-			func(c *Config) (any, any) { return c.Temporal, Temporal{"temporal:7233", "default", "q2"} }, nil},
+			func(c *Config) (any, any) {
+				return c.Temporal, Temporal{Address: "temporal:7233", Namespace: "default", TaskQueue: "q2"}
+			}, nil},
 		{"empty is unset", map[string]string{"SLUICE_SOURCE_DSN": ""},
 			func(c *Config) (any, any) { return c.Source.DSN, "postgres://sluice@db:5432/shop" }, nil},
 		{"invalid value names the variable", map[string]string{"SLUICE_BATCH_MAX_ROWS": "lots"}, nil,

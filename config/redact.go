@@ -12,13 +12,15 @@ import (
 const RedactedText = "REDACTED"
 
 // passwordKV matches a password in a key=value connection string, quoted or not.
-var passwordKV = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)`)
+// It covers password= and sslpassword= (the passphrase of an encrypted client key).
+var passwordKV = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)`)
 
 // Redacted returns a deep copy of c with every secret replaced by REDACTED: passwords inside
 // DSNs and URIs, sink passwords, the REST catalog's credential and token and the S3 secret key. Print and log this copy, never c.
 func (c *Config) Redacted() *Config {
 	r := *c
 	r.Source.DSN = redactDSN(c.Source.DSN)
+	r.Temporal.APIKey = redactSecret(c.Temporal.APIKey)
 	r.Tables = make([]Table, len(c.Tables))
 	for i, t := range c.Tables {
 		t.Metadata = append([]Metadata(nil), t.Metadata...)

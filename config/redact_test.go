@@ -18,6 +18,10 @@ func TestRedactDSN(t *testing.T) {
 		{"host=db password = 's3 cret' dbname=shop", "host=db password = REDACTED dbname=shop"},
 		{`host=db PASSWORD='it\'s' dbname=shop`, "host=db PASSWORD=REDACTED dbname=shop"},
 		{"postgres://u:p%zz@db/shop", "REDACTED"},
+		{"host=db sslkey=/k.pem sslpassword=keyp4ss dbname=shop", "host=db sslkey=/k.pem sslpassword=REDACTED dbname=shop"},
+		{"host=db sslpassword='key p4ss' password=s3cret", "host=db sslpassword=REDACTED password=REDACTED"},
+		{"postgres://u:s3cret@db/shop?sslpassword=keyp4ss&sslmode=verify-full", "postgres://u:REDACTED@db/shop?sslmode=verify-full&sslpassword=REDACTED"},
+		{"couchbases://u:s3cret@cb/?token=t0k", "couchbases://u:REDACTED@cb/?token=REDACTED"},
 		{"", ""},
 		{"/var/lib/catalog.db", "/var/lib/catalog.db"},
 		{"s3://bucket/x?region=r&endpoint=http://h:9000", "s3://bucket/x?region=r&endpoint=http://h:9000"},
@@ -38,7 +42,8 @@ func secretConfigs() map[string]*Config {
 	base := func(s Sink) *Config {
 		return &Config{
 			Pipeline: "demo",
-			Source:   Source{DSN: "postgres://sluice:s3cret-pg@db/shop"},
+			Source:   Source{DSN: "postgres://sluice:s3cret-pg@db/shop?sslpassword=s3cret-key"},
+			Temporal: Temporal{APIKey: "s3cret-temporal"},
 			Staging:  Staging{URL: "/staging"},
 			Sink:     s,
 			Tables:   []Table{{Source: "public.orders", Target: "raw.orders", Key: []string{"id"}}},

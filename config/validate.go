@@ -31,6 +31,7 @@ func (c *Config) finish(d *decoder) error {
 	if d != nil {
 		v = validator{ps: d.ps, present: d.present}
 	}
+	v.readSecretFiles(c)
 	v.explicitZeros(c)
 	c.ApplyDefaults()
 	v.config(c)
@@ -146,6 +147,12 @@ func (v *validator) temporal(t *Temporal) {
 	}
 	if strings.ContainsFunc(t.TaskQueue, isSpace) {
 		v.ps.add("temporal.task_queue", "%q contains white space", t.TaskQueue)
+	}
+	if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
+		v.ps.add("temporal.tls", "cert_file and key_file go together; set both for mTLS, or neither")
+	}
+	if !t.TLS.Enabled && v.present["temporal.tls.enabled"] && t.On() {
+		v.ps.add("temporal.tls.enabled", "is false, but other TLS keys or temporal.api_key are set, which need TLS; remove enabled: false")
 	}
 }
 

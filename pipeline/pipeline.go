@@ -68,6 +68,16 @@ func TableOptions(cfg *config.Config) workflows.TableOptions {
 	return o
 }
 
+// Authority is cfg as the judge of activity inputs: its pipeline, slot, publication, sink and
+// tables are the only ones a worker with cfg acts on.
+func Authority(cfg *config.Config) *activities.Authority {
+	a := &activities.Authority{Pipeline: cfg.Pipeline, Slot: cfg.Source.Slot, Publication: cfg.Source.Publication, Sink: SinkRef(cfg)}
+	for _, t := range cfg.Tables {
+		a.Tables = append(a.Tables, TableConfig(cfg, t))
+	}
+	return a
+}
+
 // SourceConfigs serves the source settings of cfg's pipeline to the activities.
 func SourceConfigs(cfg *config.Config) activities.SourceConfigs {
 	return func(pipeline string) (source.Config, error) {

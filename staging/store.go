@@ -43,17 +43,23 @@ type Store struct {
 
 // OpenDir opens a staging store in a local directory, creating it when missing. A local store
 // serves only workers on the same host (use host-pinned task queues); use S3 across hosts.
+// Staged files hold row data: the directories are made 0700 and the files 0600 (a directory
+// that existed with other modes is changed), and temporary files of writes that died with their
+// process are removed.
 func OpenDir(_ context.Context, dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening staging directory %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o750); err != nil {
+	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, fmt.Errorf("opening staging directory %s: %w", abs, err)
+	}
+	if _, err := secureDir(abs, time.Now()); err != nil {
+		return nil, err
 	}
 	// NoTempDir: files are written beside their final name and renamed, which works when the
 	// directory is on another mount than os.TempDir.
-	b, err := fileblob.OpenBucket(abs, &fileblob.Options{NoTempDir: true, DirFileMode: 0o750})
+	b, err := fileblob.OpenBucket(abs, &fileblob.Options{NoTempDir: true, DirFileMode: dirMode})
 	if err != nil {
 		return nil, fmt.Errorf("opening staging directory %s: %w", abs, err)
 	}
@@ -142,6 +148,7 @@ func (s *Store) Put(ctx context.Context, ref BatchRef, data io.Reader) (BatchRef
 	w, err := s.bucket.NewWriter(wctx, name, &blob.WriterOptions{
 		ContentType: "application/vnd.apache.arrow.file",
 		Metadata:    objectMetadata(ref),
+		BeforeWrite: privateFile,
 	})
 	if err != nil {
 		return BatchRef{}, fmt.Errorf("staging batch %s: %w", ref, err)
@@ -154,6 +161,11 @@ func (s *Store) Put(ctx context.Context, ref BatchRef, data io.Reader) (BatchRef
 	}
 	if err := w.Close(); err != nil {
 		return BatchRef{}, fmt.Errorf("staging batch %s: closing %s: %w", ref, name, err)
+	}
+	if s.dir != "" { // the metadata sidecar, created with the umask's mode
+		if err := os.Chmod(filepath.Join(s.dir, filepath.FromSlash(name))+".attrs", fileMode); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return BatchRef{}, fmt.Errorf("staging batch %s: making %s.attrs private: %w", ref, name, err)
+		}
 	}
 	ref.URI = s.base + name
 	ref.Bytes = n

@@ -31,6 +31,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 )
 
@@ -56,13 +57,11 @@ func (a *app) open(ctx context.Context) error {
 		return err
 	}
 	a.cfg = cfg
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.Temporal.Address,
-		Namespace: cfg.Temporal.Namespace,
-		Logger:    tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	c, err := temporalconn.Dial(ctx, cfg.Temporal, client.Options{
+		Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 	})
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
+		return err
 	}
 	a.client = c
 	return nil

@@ -68,6 +68,9 @@ func TestDockerComposeFile(t *testing.T) {
 			published := map[uint32]bool{}
 			for _, p := range svc.Ports {
 				published[p.Target] = p.Published != ""
+				if p.HostIP != "127.0.0.1" {
+					t.Errorf("port %d is published on %q; bind it to 127.0.0.1 (a local stack with local passwords)", p.Target, p.HostIP)
+				}
 			}
 			for _, port := range tc.ports {
 				if !published[port] {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/pipeline"
@@ -117,14 +118,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	m := metrics.New(reg, map[string][]string{cfg.Pipeline: tableNames(cfg)})
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort:       cfg.Temporal.Address,
-		Namespace:      cfg.Temporal.Namespace,
+	tc, err := temporalconn.Dial(ctx, cfg.Temporal, client.Options{
 		Logger:         tlog.NewStructuredLogger(log.With("module", "temporal")),
 		MetricsHandler: sdkHandler,
 	})
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s (temporal.address): %w", cfg.Temporal.Address, err)
+		return err
 	}
 	defer tc.Close()
 	health := newHealth()
@@ -140,7 +139,9 @@ func run(ctx context.Context, o options) error {
 
 	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints, Metrics: m}
+	authority := pipeline.Authority(cfg) // every activity input is checked against the config
+	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
+		Authority: authority, Metrics: m}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -165,10 +166,12 @@ func run(ctx context.Context, o options) error {
 	})
 	workflows.Register(w)
 	activities.Set{
-		Commit:   &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4, Metrics: m},
+		Commit: &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4,
+			Authority: authority, Metrics: m},
 		Snapshot: snapshots,
-		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup")},
-		Reader:   &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"), Metrics: m},
+		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority},
+		Reader: &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"),
+			Authority: authority, Metrics: m},
 	}.Register(w)
 
 	if o.metricsAddr != "" {

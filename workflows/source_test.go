@@ -20,7 +20,7 @@ func TestSourceWorkflowSetsUpReadsAndContinuesAsNew(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	Register(env)
-	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{}}.Register(env)
+	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{Authority: &activities.Authority{Pipeline: "p1"}}}.Register(env)
 	var calls []string
 	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.SetupInput) (activities.SetupResult, error) {
@@ -79,7 +79,7 @@ func TestSourceWorkflowStopsOnNonRetryableReaderError(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	Register(env)
-	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{}}.Register(env)
+	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{Authority: &activities.Authority{Pipeline: "p1"}}}.Register(env)
 	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(activities.SetupResult{Source: testSource}, nil)
 	env.OnActivity(setupActs.EnsureTableWorkflows, mock.Anything, mock.Anything).Return(nil)
 	// The real ReadStream on a worker without a source: a non-retryable SourceSetup error stops

@@ -2,6 +2,7 @@ package netfault
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,18 @@ func New(target string) (*Proxy, error) {
 		return nil, fmt.Errorf("listening for a proxy to %s: %w", target, err)
 	}
 	return &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// NewTLS is New with TLS terminated at the proxy under cfg: clients speak TLS to it (mTLS when
+// cfg requires client certificates) and the target gets the plain bytes, as behind a load
+// balancer that terminates TLS in front of the real server.
+func NewTLS(target string, cfg *tls.Config) (*Proxy, error) {
+	p, err := New(target)
+	if err != nil {
+		return nil, err
+	}
+	p.ln = tls.NewListener(p.ln, cfg)
+	return p, nil
 }
 
 // Addr is the proxy's host:port, the address to give the client instead of the target's.

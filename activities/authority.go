@@ -1,0 +1,87 @@
+package activities
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// ErrTypeNotConfigured: an activity input names a pipeline, slot, publication, table, target or
+// sink that the worker's config does not hold. Whoever can start workflows on the task queue
+// must not steer the worker to other tables, targets or slots than its config names, so the
+// input is refused, never retried; the message names what was refused. Start the pipeline from
+// the config (`sluice start`), or change the workers' config and restart them.
+const ErrTypeNotConfigured = "NotConfigured"
+
+// Authority is the worker's config as the judge of activity inputs: the only pipeline, slot,
+// publication, sink and tables (source table and target) an input may name. Every activity
+// checks its input against it before it touches the source, staging or a sink. A nil
+// *Authority refuses everything: a worker without its config does no work. Key overrides and
+// context columns are not compared: a config change to them reaches running tables with their
+// next start.
+type Authority struct {
+	Pipeline    string
+	Slot        string
+	Publication string
+	Sink        SinkRef
+	// Tables are the configured tables: Pipeline, Spec.Target, Spec.Schema.Table and Sink set.
+	Tables []TableConfig
+}
+
+// CheckTable returns a non-retryable NotConfigured error unless t is one of the configured
+// tables of the worker's pipeline, with the configured target and sink.
+func (a *Authority) CheckTable(t TableConfig) error {
+	if err := a.checkPipeline(t.Pipeline); err != nil {
+		return err
+	}
+	if t.Sink != a.Sink {
+		return notConfigured("table %s asks for sink %q; this worker's config has sink %q", t.Table(), t.Sink.Name, a.Sink.Name)
+	}
+	for _, c := range a.Tables {
+		if c.Table() != t.Table() {
+			continue
+		}
+		if c.Spec.Target != t.Spec.Target {
+			return notConfigured("table %s asks for target %q; this worker's config writes it to %q", t.Table(), t.Spec.Target, c.Spec.Target)
+		}
+		return nil
+	}
+	return notConfigured("table %s is not in this worker's config of pipeline %s (tables[]); add it there, or start the pipeline from its config", t.Table(), a.Pipeline)
+}
+
+// CheckSource returns a non-retryable NotConfigured error unless pipeline is the worker's,
+// slot and publication are its own (or empty: the configured ones) and every table passes
+// CheckTable.
+func (a *Authority) CheckSource(pipeline, slot, publication string, tables []TableConfig) error {
+	if err := a.checkPipeline(pipeline); err != nil {
+		return err
+	}
+	if slot != "" && slot != a.Slot {
+		return notConfigured("pipeline %s asks for replication slot %q; this worker's config has slot %q (source.slot)", pipeline, slot, a.Slot)
+	}
+	if publication != "" && publication != a.Publication {
+		return notConfigured("pipeline %s asks for publication %q; this worker's config has publication %q (source.publication)", pipeline, publication, a.Publication)
+	}
+	for _, t := range tables {
+		if err := a.CheckTable(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkPipeline refuses another pipeline than the worker's, and everything when a is nil.
+func (a *Authority) checkPipeline(pipeline string) error {
+	if a == nil {
+		return notConfigured("this worker has no pipeline config to check the input of pipeline %s against; it does no work", pipeline)
+	}
+	if pipeline != a.Pipeline {
+		return notConfigured("the input is for pipeline %q; this worker serves pipeline %q: start a worker with that pipeline's config", pipeline, a.Pipeline)
+	}
+	return nil
+}
+
+// notConfigured is a non-retryable error of type ErrTypeNotConfigured.
+func notConfigured(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError("refused: "+fmt.Sprintf(format, args...), ErrTypeNotConfigured, nil)
+}

@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/staging"
+)
+
+func TestAuthority(t *testing.T) {
+	t.Parallel()
+	cfg := &Authority{Pipeline: "p1", Slot: "s1", Publication: "pub1", Sink: SinkRef{Name: "lake"}, Tables: []TableConfig{testTable}}
+	other := func(edit func(*TableConfig)) TableConfig {
+		t := testTable
+		edit(&t)
+		return t
+	}
+	tests := []struct {
+		name      string
+		auth      *Authority
+		pipeline  string
+		slot, pub string
+		tables    []TableConfig
+		want      string // in the refusal; empty: allowed
+	}{
+		{"the config's own", cfg, "p1", "", "", []TableConfig{testTable}, ""},
+		{"the config's slot and publication named", cfg, "p1", "s1", "pub1", []TableConfig{testTable}, ""},
+		{"another pipeline", cfg, "p2", "", "", nil, `pipeline "p2"`},
+		{"another slot", cfg, "p1", "evil", "", nil, `replication slot "evil"`},
+		{"another publication", cfg, "p1", "", "evil", nil, `publication "evil"`},
+		{"an unconfigured table", cfg, "p1", "", "", []TableConfig{other(func(t *TableConfig) { t.Spec.Schema.Table = batch.TableName{Schema: "public", Name: "secrets"} })}, "table public.secrets is not in this worker's config"},
+		{"another target", cfg, "p1", "", "", []TableConfig{other(func(t *TableConfig) { t.Spec.Target = "exfil.orders" })}, `target "exfil.orders"`},
+		{"another sink", cfg, "p1", "", "", []TableConfig{other(func(t *TableConfig) { t.Sink = SinkRef{Name: "clickhouse"} })}, `sink "clickhouse"`},
+		{"a table of another pipeline", cfg, "p1", "", "", []TableConfig{other(func(t *TableConfig) { t.Pipeline = "p2" })}, `pipeline "p2"`},
+		{"no config", nil, "p1", "", "", nil, "no pipeline config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.auth.CheckSource(tt.pipeline, tt.slot, tt.pub, tt.tables)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != ErrTypeNotConfigured || !appErr.NonRetryable() {
+				t.Fatalf("got %v, want a non-retryable %s error", err, ErrTypeNotConfigured)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("the refusal %q does not name %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestCommitBatchOfAnotherPipelineRefused gives a worker of pipeline p1 a staged batch of
+// pipeline p2 (two pipelines sharing a task queue): it is refused, not retried, and nothing
+// reaches the sink or leaves staging.
+func TestCommitBatchOfAnotherPipelineRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := staging.OpenDir(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := testTable
+	theirs.Pipeline = "p2"
+	ref := stageRows(t, st, sp(100, 0), sp(200, 5), 100, 150, 200)
+	ref.Pipeline = "p2"
+	sink := &fakeSink{}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st, HeartbeatEvery: time.Millisecond})
+	for _, name := range []string{"CommitBatch", "EnsureTable", "LoadTable", "MaintainTable"} {
+		var in any = theirs
+		if name == "CommitBatch" {
+			in = CommitBatchInput{Table: theirs, Ref: ref}
+		}
+		_, err := env.ExecuteActivity(name, in)
+		checkErr(t, err, ErrTypeNotConfigured, []string{`pipeline "p2"`, `pipeline "p1"`})
+	}
+	if len(sink.applied) != 0 {
+		t.Errorf("the sink got %d applies, want none", len(sink.applied))
+	}
+}
