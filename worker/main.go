@@ -175,12 +175,12 @@ func run(ctx context.Context, o options) error {
 	}.Register(w)
 
 	if o.metricsAddr != "" {
-		srv, err := serveMetrics(o.metricsAddr, reg, health, o.pprof)
+		srv, addr, err := serveMetrics(o.metricsAddr, reg, health, o.pprof)
 		if err != nil {
 			return err
 		}
 		defer srv.Shutdown(context.Background())
-		log.Info("serving metrics", "addr", o.metricsAddr)
+		log.Info("serving metrics", "addr", addr) // the port chosen, for --metrics-addr 127.0.0.1:0
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
@@ -235,10 +235,10 @@ func newLogger(format, level string) (*slog.Logger, error) {
 
 // serveMetrics serves /metrics from reg, /healthz (alive: Temporal reachable, the worker
 // polling) and /readyz (also started and checked) on addr until Shutdown.
-func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bool) (*http.Server, error) {
+func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bool) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
+		return nil, "", fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -253,7 +253,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bo
 			slog.Error("metrics server stopped", "err", err)
 		}
 	}()
-	return srv, nil
+	return srv, ln.Addr().String(), nil
 }
 
 // tableNames are the configured tables as the metrics label them (schema.name).

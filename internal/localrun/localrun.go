@@ -240,3 +240,26 @@ func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 		}
 	}
 }
+
+// MetricsAddr waits up to timeout for the worker to log the address of its /metrics (started
+// with --metrics-addr 127.0.0.1:0, it logs the port it was given) and returns it.
+func (w *Worker) MetricsAddr(ctx context.Context, timeout time.Duration) (string, error) {
+	var addr string
+	err := WaitFor(ctx, "the worker to serve its metrics", timeout, 100*time.Millisecond, func(context.Context) (bool, string, error) {
+		b, err := os.ReadFile(w.Log)
+		if err != nil {
+			return false, "", err
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if !strings.Contains(line, `msg="serving metrics"`) {
+				continue
+			}
+			if _, after, ok := strings.Cut(line, " addr="); ok {
+				addr, _, _ = strings.Cut(after, " ")
+				return true, "", nil
+			}
+		}
+		return false, "no \"serving metrics\" line in " + w.Log + " yet", nil
+	})
+	return addr, err
+}
