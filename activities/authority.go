@@ -2,6 +2,7 @@ package activities
 
 import (
 	"fmt"
+	"github.com/sluicecdc/sluice/batch"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -84,4 +85,22 @@ func (a *Authority) checkPipeline(pipeline string) error {
 // notConfigured is a non-retryable error of type ErrTypeNotConfigured.
 func notConfigured(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError("refused: "+fmt.Sprintf(format, args...), ErrTypeNotConfigured, nil)
+}
+
+// configured returns the worker's configured tables of the pipeline with the source's identity
+// and the slot's creation point set: what SetupSource's result carried per table when the
+// workflow input listed the tables. Tables absent from an input are read here, so the
+// SourceWorkflow's payloads do not grow with the number of tables.
+func (a *Authority) configured(src batch.SourceID, slotSince uint64) []TableConfig {
+	if a == nil {
+		return nil
+	}
+	out := make([]TableConfig, len(a.Tables))
+	for i, t := range a.Tables {
+		t.Spec.Schema = batch.Schema{Table: t.Table()}
+		t.Source = &src
+		t.SlotSince = slotSince
+		out[i] = t
+	}
+	return out
 }

@@ -41,7 +41,12 @@ type ReadStreamInput struct {
 	Slot        string         `json:"slot"`
 	Publication string         `json:"publication"`
 	Source      batch.SourceID `json:"source"`
-	Tables      []TableConfig  `json:"tables"`
+	// Tables, when set, must be the worker's configured tables (checked); empty takes them
+	// from the worker's config (see SetupInput.Tables).
+	Tables []TableConfig `json:"tables,omitempty"`
+	// SlotSince is the slot's creation point (SetupResult.SlotSince), given to the tables the
+	// reader starts when Tables is empty.
+	SlotSince uint64 `json:"slot_since,omitempty"`
 	// RunFor bounds one activity run; the SourceWorkflow then continues as new.
 	RunFor time.Duration `json:"run_for"`
 	// Batch limits: a table's batch is cut at MaxRows rows, MaxBytes bytes or MaxWait after its
@@ -69,6 +74,9 @@ type ReadStreamResult struct {
 func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
 	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
 		return ReadStreamResult{}, err
+	}
+	if len(in.Tables) == 0 {
+		in.Tables = a.Authority.configured(in.Source, in.SlotSince)
 	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {

@@ -26,10 +26,13 @@ type Setup struct {
 
 // SetupInput describes a pipeline's source side.
 type SetupInput struct {
-	Pipeline    string        `json:"pipeline"`
-	Slot        string        `json:"slot"`
-	Publication string        `json:"publication"`
-	Tables      []TableConfig `json:"tables"`
+	Pipeline    string `json:"pipeline"`
+	Slot        string `json:"slot"`
+	Publication string `json:"publication"`
+	// Tables, when set, must be the worker's configured tables (checked); empty takes them
+	// from the worker's config, which keeps every payload of the SourceWorkflow the same size
+	// whatever the number of tables.
+	Tables []TableConfig `json:"tables,omitempty"`
 }
 
 // SetupResult is the pipeline's source as the slot sees it.
@@ -37,10 +40,11 @@ type SetupResult struct {
 	Source batch.SourceID `json:"source"`
 	// Start is the slot's confirmed position: the reader resumes there.
 	Start batch.SourcePosition `json:"start"`
-	// Tables are the input's tables with their Source set, without columns: each table's
-	// workflow (TableSchema) and the reader read them per table, so the result stays small
-	// whatever the number of tables.
-	Tables []TableConfig `json:"tables"`
+	// Tables are the input's tables with their Source set, without columns; none when the
+	// input listed none (the next activities take them from the worker's config too).
+	Tables []TableConfig `json:"tables,omitempty"`
+	// SlotSince is the LSN the slot was created at (0: unknown): the gap check's bound.
+	SlotSince uint64 `json:"slot_since,omitempty"`
 }
 
 // SetupSource creates the slot and the publication when missing (idempotent), checks that the
@@ -51,7 +55,11 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
 		return SetupResult{}, err
 	}
-	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
+	tables := in.Tables
+	if len(tables) == 0 {
+		tables = a.Authority.configured(batch.SourceID{}, 0)
+	}
+	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, tables)
 	if err != nil {
 		return SetupResult{}, err
 	}
@@ -60,8 +68,9 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 		return SetupResult{}, sourceError("setting up the source of pipeline "+in.Pipeline, err)
 	}
 	out := SetupResult{
-		Source: info.ID,
-		Start:  batch.SourcePosition{Source: info.ID, Position: batch.Position{LSN: info.ConfirmedLSN}},
+		Source:    info.ID,
+		Start:     batch.SourcePosition{Source: info.ID, Position: batch.Position{LSN: info.ConfirmedLSN}},
+		SlotSince: info.SlotSince,
 	}
 	for i, t := range in.Tables {
 		t.Spec.Schema = batch.Schema{Table: info.Schemas[i].Table}
@@ -99,6 +108,24 @@ func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) 
 		})
 	}
 	return g.Wait()
+}
+
+// EnsureConfiguredInput names the pipeline whose configured tables EnsureConfiguredTables
+// starts, with what SetupSource found.
+type EnsureConfiguredInput struct {
+	Pipeline  string         `json:"pipeline"`
+	Source    batch.SourceID `json:"source"`
+	SlotSince uint64         `json:"slot_since,omitempty"`
+}
+
+// EnsureConfiguredTables is EnsureTableWorkflows for every table of the worker's config: the
+// SourceWorkflow calls it when its input lists no tables, so its payloads stay the same size
+// whatever the number of tables.
+func (a *Setup) EnsureConfiguredTables(ctx context.Context, in EnsureConfiguredInput) error {
+	if err := a.Authority.CheckSource(in.Pipeline, "", "", nil); err != nil {
+		return err
+	}
+	return a.EnsureTableWorkflows(ctx, a.Authority.configured(in.Source, in.SlotSince))
 }
 
 // TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by

@@ -21,7 +21,8 @@ import (
 	"github.com/sluicecdc/sluice/workflows"
 )
 
-// SourceInput is the SourceWorkflow input of cfg: names, tables and batch limits, no secrets.
+// SourceInput is the SourceWorkflow input of cfg: names and batch limits, no secrets and no
+// tables (the workers' config holds them).
 func SourceInput(cfg *config.Config) workflows.SourceInput {
 	in := workflows.SourceInput{
 		Pipeline:    cfg.Pipeline,
@@ -31,10 +32,7 @@ func SourceInput(cfg *config.Config) workflows.SourceInput {
 		MaxBytes:    int64(cfg.Batch.MaxBytes),
 		MaxWait:     workflows.Duration(cfg.Batch.MaxWait.D()),
 	}
-	for _, t := range cfg.Tables {
-		in.Tables = append(in.Tables, TableConfig(cfg, t))
-	}
-	return in
+	return in // the tables stay in the workers' config (SourceInput.Tables)
 }
 
 // TableConfig is one configured table as the workflows and activities see it. Its schema is

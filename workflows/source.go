@@ -18,10 +18,14 @@ var (
 // SourceInput starts a pipeline's SourceWorkflow. It is plain JSON; credentials are not part of
 // it (the workers' configuration holds the DSN and the sink's settings).
 type SourceInput struct {
-	Pipeline    string                   `json:"pipeline"`
-	Slot        string                   `json:"slot"`
-	Publication string                   `json:"publication"`
-	Tables      []activities.TableConfig `json:"tables"`
+	Pipeline    string `json:"pipeline"`
+	Slot        string `json:"slot"`
+	Publication string `json:"publication"`
+	// Tables are empty in an input the starter makes: the workers' config holds them, and
+	// every payload of the workflow stays the same size whatever the number of tables. An
+	// input that lists them (a hand-made one, or one of an earlier starter) must list the
+	// configured tables exactly as the workers' config has them.
+	Tables []activities.TableConfig `json:"tables,omitempty"`
 	// Batch limits of the reader (zero: the reader's defaults).
 	MaxRows  int      `json:"max_rows,omitempty"`
 	MaxBytes int64    `json:"max_bytes,omitempty"`
@@ -77,7 +81,16 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		return failed(err)
 	}
 	st.Source = setup.Source
-	if err := workflow.ExecuteActivity(actx, setupActs.EnsureTableWorkflows, setup.Tables).Get(ctx, nil); err != nil {
+	// An input that lists its tables (as the starter did before) gets them back in the setup's
+	// result; one that lists none leaves them to the workers' config.
+	var ensure workflow.Future
+	if len(setup.Tables) > 0 {
+		ensure = workflow.ExecuteActivity(actx, setupActs.EnsureTableWorkflows, setup.Tables)
+	} else {
+		ensure = workflow.ExecuteActivity(actx, setupActs.EnsureConfiguredTables,
+			activities.EnsureConfiguredInput{Pipeline: in.Pipeline, Source: setup.Source, SlotSince: setup.SlotSince})
+	}
+	if err := ensure.Get(ctx, nil); err != nil {
 		return failed(err)
 	}
 
@@ -98,7 +111,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,
-		Tables: setup.Tables, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
+		Tables: setup.Tables, SlotSince: setup.SlotSince, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
 	}
 	if err := workflow.ExecuteActivity(rctx, readerActs.ReadStream, readIn).Get(ctx, &st.LastRead); err != nil {
 		return failed(err)

@@ -74,6 +74,51 @@ func TestSourceWorkflowSetsUpReadsAndContinuesAsNew(t *testing.T) {
 	}
 }
 
+// TestSourceWorkflowWithoutTablesLeavesThemToTheConfig: an input that lists no tables (what the
+// starter makes) keeps them out of every payload: the tables are started from the workers'
+// config (EnsureConfiguredTables, with the source and the slot's creation point) and the reader
+// gets none either.
+func TestSourceWorkflowWithoutTablesLeavesThemToTheConfig(t *testing.T) {
+	t.Parallel()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	Register(env)
+	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{}}.Register(env)
+	var calls []string
+	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetupInput) (activities.SetupResult, error) {
+			calls = append(calls, "SetupSource")
+			if len(in.Tables) != 0 {
+				return activities.SetupResult{}, errors.New("tables in the setup input")
+			}
+			return activities.SetupResult{Source: testSource, Start: sp(10), SlotSince: 7}, nil
+		})
+	env.OnActivity(setupActs.EnsureConfiguredTables, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.EnsureConfiguredInput) error {
+			calls = append(calls, "EnsureConfiguredTables")
+			if in.Pipeline != "p1" || in.Source != testSource || in.SlotSince != 7 {
+				return errors.New("EnsureConfiguredTables lacks the pipeline, the source or the slot's start")
+			}
+			return nil
+		})
+	env.OnActivity(readerActs.ReadStream, mock.Anything, mock.Anything).After(time.Minute).Return(
+		func(_ context.Context, in activities.ReadStreamInput) (activities.ReadStreamResult, error) {
+			calls = append(calls, "ReadStream")
+			if len(in.Tables) != 0 || in.Source != testSource || in.SlotSince != 7 {
+				return activities.ReadStreamResult{}, errors.New("reader input has tables, or lacks the source or the slot's start")
+			}
+			return activities.ReadStreamResult{}, nil
+		})
+	env.ExecuteWorkflow(SourceWorkflowType, SourceInput{Pipeline: "p1", Slot: "sluice_p1", Publication: "sluice_p1"})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new after the reader's run", err)
+	}
+	if !equalStrings(calls, []string{"SetupSource", "EnsureConfiguredTables", "ReadStream"}) {
+		t.Fatalf("calls %v", calls)
+	}
+}
+
 func TestSourceWorkflowStopsOnNonRetryableReaderError(t *testing.T) {
 	t.Parallel()
 	var s testsuite.WorkflowTestSuite
@@ -81,7 +126,7 @@ func TestSourceWorkflowStopsOnNonRetryableReaderError(t *testing.T) {
 	Register(env)
 	activities.Set{Setup: &activities.Setup{}, Reader: &activities.Reader{Authority: &activities.Authority{Pipeline: "p1"}}}.Register(env)
 	env.OnActivity(setupActs.SetupSource, mock.Anything, mock.Anything).Return(activities.SetupResult{Source: testSource}, nil)
-	env.OnActivity(setupActs.EnsureTableWorkflows, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(setupActs.EnsureConfiguredTables, mock.Anything, mock.Anything).Return(nil)
 	// The real ReadStream on a worker without a source: a non-retryable SourceSetup error stops
 	// the workflow at once instead of retrying forever.
 	env.ExecuteWorkflow(SourceWorkflowType, SourceInput{Pipeline: "p1"})
