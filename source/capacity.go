@@ -38,9 +38,12 @@ func (c ReplicationCapacity) Backfills() int {
 }
 
 // DefaultParallelBackfills is the default of source.max_parallel_backfills: what the server has
-// free, and at least 1 (a backfill that finds no slot fails and retries visibly; `sluice check`
-// names the cause).
-func (c ReplicationCapacity) DefaultParallelBackfills() int { return max(1, c.Backfills()) }
+// free less one walsender of headroom, and at least 1 (a backfill that finds no slot fails and
+// retries visibly; `sluice check` names the cause). The headroom is for the walsenders that
+// come and go around the backfills: a finished backfill's, or the setup's that created the
+// slot, ends a moment after its connection closes, and the server refuses a new one meanwhile
+// (500 tables on a server of 10 walsenders met it).
+func (c ReplicationCapacity) DefaultParallelBackfills() int { return max(1, c.Backfills()-1) }
 
 // BackfillProblems reports a configured source.max_parallel_backfills (0: derived) that the
 // server cannot hold, and a server with no room for any backfill.

@@ -31,14 +31,15 @@ func TestWorkerConfigIsTheOnlyAuthority(t *testing.T) {
 
 	configured := pipeline.SourceInput(p.cfg)
 	unconfigured := configured
-	t0 := configured.Tables[0]
+	t0 := pipeline.TableConfig(p.cfg, p.cfg.Tables[0]) // the starter's input lists no tables: a hand-made one does
+
 	t0.Spec.Schema.Table = secrets
 	t0.Spec.Target = "raw.secrets"
 	unconfigured.Tables = []activities.TableConfig{t0}
 	otherSlot := configured
 	otherSlot.Slot = "sluice_evil"
 	otherTarget := configured
-	t1 := configured.Tables[0]
+	t1 := pipeline.TableConfig(p.cfg, p.cfg.Tables[0])
 	t1.Spec.Target = "exfil.items"
 	otherTarget.Tables = []activities.TableConfig{t1}
 
