@@ -107,6 +107,8 @@ func startCmd(a *app) *cobra.Command {
 				TaskQueue:                a.cfg.Temporal.TaskQueue,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				StaticSummary:            workflows.SourceSummary(in),
+				StaticDetails:            workflows.SourceDetails(in),
 				TypedSearchAttributes: temporal.NewSearchAttributes(
 					workflows.SearchPipeline.ValueSet(a.cfg.Pipeline), workflows.SearchPhase.ValueSet(string(workflows.StateStarting))),
 			}, workflows.SourceWorkflowType, in)

@@ -69,15 +69,19 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	})
 	failed := func(err error) error {
 		st.Phase, st.LastError = StateFailed, err.Error()
+		showSourceDetails(ctx, st)
 		return err
 	}
+	showSourceDetails(ctx, st)
 	setupIn := activities.SetupInput{Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Tables: in.Tables}
 	var setup activities.SetupResult
-	if err := workflow.ExecuteActivity(actx, setupActs.SetupSource, setupIn).Get(ctx, &setup); err != nil {
+	setupCtx := withSummary(actx, fmt.Sprintf("set up slot %s and publication %s for %d table(s)", in.Slot, in.Publication, len(in.Tables)))
+	if err := workflow.ExecuteActivity(setupCtx, setupActs.SetupSource, setupIn).Get(ctx, &setup); err != nil {
 		return failed(err)
 	}
 	st.Source = setup.Source
-	if err := workflow.ExecuteActivity(actx, setupActs.EnsureTableWorkflows, setup.Tables).Get(ctx, nil); err != nil {
+	ensureCtx := withSummary(actx, fmt.Sprintf("start the %d table workflow(s)", len(setup.Tables)))
+	if err := workflow.ExecuteActivity(ensureCtx, setupActs.EnsureTableWorkflows, setup.Tables).Get(ctx, nil); err != nil {
 		return failed(err)
 	}
 
@@ -86,6 +90,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		runFor = time.Hour
 	}
 	st.Phase = StateRunning
+	showSourceDetails(ctx, st)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(string(StateRunning))); err != nil {
 		return fmt.Errorf("upserting search attributes of pipeline %s: %w", in.Pipeline, err)
 	}
@@ -95,6 +100,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		// worker after this.
 		HeartbeatTimeout: ShortHeartbeat,
 		RetryPolicy:      RetryForever(),
+		Summary:          fmt.Sprintf("read slot %s for %s", in.Slot, runFor),
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,
