@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,10 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/workflows"
@@ -128,4 +131,62 @@ func activitySummaries(t *testing.T, c client.Client, id, activityType string) [
 		}
 	}
 	return out
+}
+
+// TestSetupTemporalRegistersSearchAttributes runs the starter against a fresh namespace, as on a
+// user's own cluster: `sluice check` names the missing search attributes and the command to run,
+// `sluice start` cannot start; `sluice setup-temporal` registers them (a second run changes
+// nothing), after which check passes and the pipeline starts.
+func TestSetupTemporalRegistersSearchAttributes(t *testing.T) {
+	t.Parallel()
+	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.a:raw.a"}, SetupSQL: twoTablesDDL(10)})
+	ctx := context.Background()
+	ns := "sa-" + p.name
+	if _, err := p.temporal.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace: ns, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}); err != nil {
+		t.Fatalf("registering namespace %s: %v", ns, err)
+	}
+	env := append(slices.Clone(p.env), "SLUICE_TEMPORAL_NAMESPACE="+ns)
+	starter := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return localrun.Sluice(ctx, bins.Starter, env, append(args, "--config", p.config)...)
+	}
+
+	// A new namespace is served once the frontend's namespace cache has it.
+	var out string
+	err := localrun.WaitFor(ctx, "sluice check to see namespace "+ns, time.Minute, 500*time.Millisecond, func(context.Context) (bool, string, error) {
+		var err error
+		out, err = starter("check")
+		return err != nil && strings.Contains(out, "lacks Sluice's search attributes"), out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Temporal namespace " + ns, "SluicePipeline, SluiceTable, SluicePhase", "sluice setup-temporal --config " + p.config,
+		"temporal operator search-attribute create --namespace " + ns + " --name SluicePhase --type Keyword"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sluice check on a namespace without the search attributes does not say %q:\n%s", want, out)
+		}
+	}
+	if out, err := starter("start"); err == nil {
+		t.Errorf("sluice start succeeded in a namespace without the search attributes:\n%s", out)
+	}
+
+	if out, err = starter("setup-temporal"); err != nil || !strings.Contains(out, "registered search attributes SluicePipeline, SluiceTable, SluicePhase in Temporal namespace "+ns) {
+		t.Fatalf("sluice setup-temporal: %v\n%s", err, out)
+	}
+	if out, err = starter("setup-temporal"); err != nil || !strings.Contains(out, "already has Sluice's search attributes") {
+		t.Fatalf("sluice setup-temporal again: %v\n%s", err, out)
+	}
+	if out, err = starter("check"); err != nil || strings.Contains(out, "search attributes") {
+		t.Errorf("sluice check after setup-temporal: %v\n%s", err, out)
+	}
+	if out, err = starter("start"); err != nil {
+		t.Fatalf("sluice start after setup-temporal: %v\n%s", err, out)
+	}
+	if out, err = starter("stop"); err != nil {
+		t.Errorf("sluice stop: %v\n%s", err, out)
+	}
 }
