@@ -7,7 +7,7 @@
 //	sluice input  --config pipeline.yaml [--table schema.table]
 //	                                                print the SourceWorkflow (or a TableWorkflow) input for the Temporal CLI
 //	sluice start  --config pipeline.yaml            start (or join) the pipeline's workflows
-//	sluice status --config pipeline.yaml [--watch] [--output json]
+//	sluice status --config pipeline.yaml [--watch] [--output json] [--wide]
 //	                                                the reader, the slot, per table: phase, position, rows, lag, error
 //	sluice pause  --config pipeline.yaml [--table schema.table]
 //	sluice resume --config pipeline.yaml [--table schema.table]
