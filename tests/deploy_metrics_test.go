@@ -44,6 +44,50 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
+// TestAlertRunbooks: every alert names a runbook, a section of docs/operations.md that exists.
+func TestAlertRunbooks(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(alertRulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			h = strings.ToLower(strings.TrimSpace(strings.TrimLeft(h, "#")))
+			h = regexp.MustCompile(`[^a-z0-9 _-]`).ReplaceAllString(h, "")
+			anchors[strings.ReplaceAll(h, " ", "-")] = true
+		}
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			runbook := r.Annotations["runbook"]
+			anchor, ok := strings.CutPrefix(runbook, "docs/operations.md#")
+			if !ok || !anchors[anchor] {
+				t.Errorf("alert %s: runbook %q is not a section of docs/operations.md", r.Alert, runbook)
+			}
+			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" {
+				t.Errorf("alert %s: want summary and description annotations", r.Alert)
+			}
+		}
+	}
+}
+
 // metricPrefixes are the prefixes of the metrics a worker exports: Sluice's own, the Temporal
 // SDK's and the Go client's. An expression's identifiers with one of them are metric names.
 var metricPrefixes = []string{"sluice_", "temporal_", "go_", "process_", "promhttp_"}
