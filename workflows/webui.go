@@ -33,13 +33,13 @@ func TableSummary(t activities.TableConfig) string {
 // commands that act on it.
 func TableDetails(t activities.TableConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Sluice replicates table **%s** of pipeline **%s** into **%s** (sink %s).\n\n",
-		t.Table(), t.Pipeline, t.Spec.Target, t.Sink.Name)
+	b.WriteString(fmt.Sprintf("Sluice replicates table **%s** of pipeline **%s** into **%s** (sink %s).\n\n",
+		t.Table(), t.Pipeline, t.Spec.Target, t.Sink.Name))
 	if len(t.Key) > 0 {
-		fmt.Fprintf(&b, "Key: %s (configured).\n\n", strings.Join(t.Key, ", "))
+		b.WriteString(fmt.Sprintf("Key: %s (configured).\n\n", strings.Join(t.Key, ", ")))
 	}
-	fmt.Fprintf(&b, "- status: `sluice status --config <pipeline.yaml>`\n")
-	fmt.Fprintf(&b, "- pause, resume, resync: `sluice pause|resume|resync --config <pipeline.yaml> --table %s`\n", t.Table())
+	b.WriteString(fmt.Sprintf("- status: `sluice status --config <pipeline.yaml>`\n"))
+	b.WriteString(fmt.Sprintf("- pause, resume, resync: `sluice pause|resume|resync --config <pipeline.yaml> --table %s`\n", t.Table()))
 	b.WriteString("- runbooks: docs/operations.md\n")
 	return b.String()
 }
@@ -56,10 +56,10 @@ func SourceSummary(in SourceInput) string {
 // SourceDetails is a SourceWorkflow's static details (Markdown): its slot, publication and tables.
 func SourceDetails(in SourceInput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Sluice pipeline **%s** reads replication slot **%s** (publication **%s**) and feeds one TableWorkflow per table:\n\n",
-		in.Pipeline, in.Slot, in.Publication)
+	b.WriteString(fmt.Sprintf("Sluice pipeline **%s** reads replication slot **%s** (publication **%s**) and feeds one TableWorkflow per table:\n\n",
+		in.Pipeline, in.Slot, in.Publication))
 	for _, t := range in.Tables {
-		fmt.Fprintf(&b, "- %s → %s (%s): workflow `%s`\n", t.Table(), t.Spec.Target, t.Sink.Name, TableWorkflowID(in.Pipeline, t.Table()))
+		b.WriteString(fmt.Sprintf("- %s → %s (%s): workflow `%s`\n", t.Table(), t.Spec.Target, t.Sink.Name, TableWorkflowID(in.Pipeline, t.Table())))
 	}
 	b.WriteString("\nStatus: `sluice status --config <pipeline.yaml>`; runbooks: docs/operations.md\n")
 	return b.String()
@@ -69,25 +69,25 @@ func SourceDetails(in SourceInput) string {
 // and lag, backfill progress, last error. Cheap; called where the state changes.
 func (t *table) showDetails(ctx workflow.Context) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · ", t.state)
+	b.WriteString(fmt.Sprintf("**%s** · ", t.state))
 	if t.hasPosition {
-		fmt.Fprintf(&b, "committed %s", t.position.Position)
+		b.WriteString(fmt.Sprintf("committed %s", t.position.Position))
 	} else {
 		b.WriteString("no committed position yet")
 	}
-	fmt.Fprintf(&b, " · %d rows in %d batches\n\n", t.rows, t.batches)
+	b.WriteString(fmt.Sprintf(" · %d rows in %d batches\n\n", t.rows, t.batches))
 	if n := len(t.window) + t.beyond; n > 0 {
-		fmt.Fprintf(&b, "queue: %d staged batch(es), %s of WAL behind", n, byteSize(lagBytes(t.stagedHi, t.position)))
+		b.WriteString(fmt.Sprintf("queue: %d staged batch(es), %s of WAL behind", n, byteSize(lagBytes(t.stagedHi, t.position))))
 		if oldest := oldestCommit(t.window); !oldest.IsZero() {
-			fmt.Fprintf(&b, ", oldest change %s old", workflow.Now(ctx).Sub(oldest).Round(time.Second))
+			b.WriteString(fmt.Sprintf(", oldest change %s old", workflow.Now(ctx).Sub(oldest).Round(time.Second)))
 		}
 		b.WriteString("\n\n")
 	}
 	if s := t.snapshot; s != nil && t.state == StateBackfill {
-		fmt.Fprintf(&b, "backfill: %s\n\n", backfillProgress(s))
+		b.WriteString(fmt.Sprintf("backfill: %s\n\n", backfillProgress(s)))
 	}
 	if t.lastError != "" {
-		fmt.Fprintf(&b, "last error: %s\n", truncate(t.lastError, maxDetailsError))
+		b.WriteString(fmt.Sprintf("last error: %s\n", truncate(t.lastError, maxDetailsError)))
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }
@@ -95,14 +95,14 @@ func (t *table) showDetails(ctx workflow.Context) {
 // showSourceDetails sets a SourceWorkflow run's current details from its status.
 func showSourceDetails(ctx workflow.Context, st SourceStatus) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · run %d", st.Phase, st.Runs+1)
+	b.WriteString(fmt.Sprintf("**%s** · run %d", st.Phase, st.Runs+1))
 	if r := st.LastRead; r.Batches > 0 || r.Rows > 0 {
-		fmt.Fprintf(&b, " · last reader run staged %d rows in %d batches up to %s, slot confirmed to %s",
-			r.Rows, r.Batches, r.Position.Position, r.Confirmed.Position)
+		b.WriteString(fmt.Sprintf(" · last reader run staged %d rows in %d batches up to %s, slot confirmed to %s",
+			r.Rows, r.Batches, r.Position.Position, r.Confirmed.Position))
 	}
 	b.WriteString("\n\n")
 	if st.LastError != "" {
-		fmt.Fprintf(&b, "last error: %s\n", truncate(st.LastError, maxDetailsError))
+		b.WriteString(fmt.Sprintf("last error: %s\n", truncate(st.LastError, maxDetailsError)))
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }
