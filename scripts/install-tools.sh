@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # install-tools.sh installs, once per machine, what Sluice's demo and tests need and Go cannot fetch
-# as a module dependency: Debian's PostgreSQL 15 and ClickHouse packages, the Temporal CLI (which
+# as a module dependency: Debian's PostgreSQL 15, ClickHouse and Prometheus (for promtool, which
+# tests the alert rules) packages, the Temporal CLI (which
 # embeds the dev server and Web UI) and gocaves (Couchbase's mock server). Built binaries are cached
 # in $SLUICE_CACHE (default ~/.cache/sluice), outside the clone, so later runs take seconds.
 #
@@ -27,6 +28,8 @@ install_debian() {
   # PostGIS, for the tests of every type (citext, hstore and ltree come with postgresql-15).
   [ -f /usr/share/postgresql/15/extension/postgis.control ] || missing+=(postgresql-15-postgis-3)
   command -v clickhouse-server >/dev/null || missing+=(clickhouse-server clickhouse-client)
+  # promtool, for tests/deploy_metrics_test.go (`promtool check rules`, `promtool test rules`).
+  command -v promtool >/dev/null || missing+=(prometheus)
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing Debian packages: ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -34,6 +37,7 @@ install_debian() {
   # Debian starts packaged servers on install when it can; Sluice runs its own private instances.
   as_root service clickhouse-server stop >/dev/null 2>&1 || true
   as_root service postgresql stop >/dev/null 2>&1 || true
+  as_root service prometheus stop >/dev/null 2>&1 || true
 }
 
 install_temporal() {

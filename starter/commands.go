@@ -24,7 +24,7 @@ import (
 func checkCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
-		Short: "Preflight the source: wal_level, privileges, tables, keys, replica identity and column types",
+		Short: "Preflight the source (wal_level, privileges, tables, keys, replica identity, column types) and Temporal's search attributes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(a.configPath)
@@ -41,6 +41,7 @@ func checkCmd(a *app) *cobra.Command {
 				return fmt.Errorf("could not check the source: %w", err)
 			}
 			problems = append(problems, capacity.BackfillProblems(cfg.Source.MaxParallelBackfills)...)
+			problems = append(problems, checkSearchAttributes(cmd.Context(), a, cmd.OutOrStdout())...)
 			slot, err := source.ReadSlotState(cmd.Context(), sc.DSN, sc.Slot)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)
@@ -107,6 +108,8 @@ func startCmd(a *app) *cobra.Command {
 				TaskQueue:                a.cfg.Temporal.TaskQueue,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				StaticSummary:            workflows.SourceSummary(in, pipeline.Authority(a.cfg).Tables),
+				StaticDetails:            workflows.SourceDetails(in, pipeline.Authority(a.cfg).Tables),
 				TypedSearchAttributes: temporal.NewSearchAttributes(
 					workflows.SearchPipeline.ValueSet(a.cfg.Pipeline), workflows.SearchPhase.ValueSet(string(workflows.StateStarting))),
 			}, workflows.SourceWorkflowType, in)

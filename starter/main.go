@@ -2,11 +2,12 @@
 // pauses, resumes, resyncs and stops it, all through Temporal. Workers (sluice-worker) do the
 // work; this command only talks to the Temporal server the config names.
 //
-//	sluice check  --config pipeline.yaml            preflight the source: wal_level, keys, types
+//	sluice check  --config pipeline.yaml            preflight the source: wal_level, keys, types; Temporal's search attributes
+//	sluice setup-temporal --config pipeline.yaml   register the search attributes in the namespace (idempotent)
 //	sluice input  --config pipeline.yaml [--table schema.table]
 //	                                                print the SourceWorkflow (or a TableWorkflow) input for the Temporal CLI
 //	sluice start  --config pipeline.yaml            start (or join) the pipeline's workflows
-//	sluice status --config pipeline.yaml [--watch] [--output json]
+//	sluice status --config pipeline.yaml [--watch] [--output json] [--wide]
 //	                                                the reader, the slot, per table: phase, position, rows, lag, error
 //	sluice pause  --config pipeline.yaml [--table schema.table]
 //	sluice resume --config pipeline.yaml [--table schema.table]
@@ -84,6 +85,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "pipeline config file (YAML); see docs/config.md")
 	root.AddCommand(checkCmd(a), inputCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a), teardownCmd(a))
+	root.AddCommand(setupTemporalCmd(a))
 	// --config is required by these commands, not by the ones cobra adds (completion, help),
 	// which a persistent required flag would break.
 	for _, c := range root.Commands() {

@@ -53,6 +53,7 @@ func statusCmd(a *app) *cobra.Command {
 	var watch bool
 	var every time.Duration
 	var output string
+	var wide bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the reader, the slot and each table's phase, committed position, rows, lag and last error; exit 1 when any failed",
@@ -75,7 +76,7 @@ func statusCmd(a *app) *cobra.Command {
 					return err
 				}
 			} else {
-				printReport(cmd.OutOrStdout(), rep)
+				printReport(cmd.OutOrStdout(), rep, wide)
 			}
 			if len(rep.Problems) > 0 {
 				return fmt.Errorf("pipeline %s is not healthy: %s", rep.Pipeline, strings.Join(rep.Problems, "; "))
@@ -86,6 +87,7 @@ func statusCmd(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&watch, "watch", false, "keep refreshing, with progress bars during backfill (Ctrl-C to stop)")
 	cmd.Flags().DurationVar(&every, "every", 2*time.Second, "refresh interval of --watch")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&wide, "wide", false, "show whole errors in the text output (by default cut at 160 characters); --output json always has them whole")
 	return cmd
 }
 
@@ -200,20 +202,25 @@ func closedRunError(err error) string {
 	return err.Error()
 }
 
-func printReport(w io.Writer, rep statusReport) {
+// printReport writes the text status; wide keeps errors whole (on one line) instead of cut.
+func printReport(w io.Writer, rep statusReport, wide bool) {
 	now := time.Now()
+	errText := oneLine
+	if wide {
+		errText = flatten
+	}
 	fmt.Fprintf(w, "pipeline %s\n", rep.Pipeline)
-	fmt.Fprintf(w, "reader: %s\n", readerLine(rep.Reader, now))
+	fmt.Fprintf(w, "reader: %s\n", readerLine(rep.Reader, now, errText))
 	if rep.Slot != nil {
 		fmt.Fprintf(w, "slot:   %s\n", slotLine(rep.Slot))
 	} else {
-		fmt.Fprintf(w, "slot:   could not be read: %s\n", oneLine(rep.SlotError))
+		fmt.Fprintf(w, "slot:   could not be read: %s\n", errText(rep.SlotError))
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TABLE\tWORKFLOW\tPHASE\tPOSITION\tROWS\tQUEUED\tLAG\tHOLDS WAL\tMAINTAINED\tLAST ERROR")
 	for _, r := range rep.Tables {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Table, r.Workflow, phaseOf(r), positionOf(r),
-			rowsOf(r), r.Status.QueueLength, lagOf(r, now), holdsOf(r, now), maintainedOf(r, now), oneLine(r.Err))
+			rowsOf(r), r.Status.QueueLength, lagOf(r, now), holdsOf(r, now), maintainedOf(r, now), errText(r.Err))
 	}
 	_ = tw.Flush()
 	for _, p := range rep.Problems {
@@ -315,13 +322,17 @@ func trimZeroSeconds(s string) string {
 	return s
 }
 
+// oneLine is s on one line, cut at 160 characters.
 func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = flatten(s)
 	if len(s) > 160 {
 		s = s[:157] + "..."
 	}
 	return s
 }
+
+// flatten is s on one line, whole.
+func flatten(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // watchStatus redraws the status until ctx ends: a progress bar per table (rows copied of the
 // estimate during backfill, committed rows after) with phase, position and lag beside it.

@@ -156,7 +156,7 @@ func slotLine(s *source.SlotState) string {
 }
 
 // readerLine is the reader's line of `sluice status`.
-func readerLine(r readerRow, now time.Time) string {
+func readerLine(r readerRow, now time.Time, errText func(string) string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (workflow %s", r.State, r.Workflow)
 	if r.Activity != "" {
@@ -171,7 +171,7 @@ func readerLine(r readerRow, now time.Time) string {
 		fmt.Fprintf(&b, ", last heartbeat %s ago", age(now.Sub(r.LastHeartbeat)))
 	}
 	if r.Error != "" {
-		b.WriteString(", error: " + oneLine(r.Error))
+		b.WriteString(", error: " + errText(r.Error))
 	}
 	return b.String()
 }

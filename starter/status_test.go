@@ -162,3 +162,33 @@ func TestWALGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestWideShowsWholeErrors: the text status cuts a long error at 160 characters, --wide shows
+// it whole (on one line), for a table and for the reader.
+func TestWideShowsWholeErrors(t *testing.T) {
+	t.Parallel()
+	long := "PoisonBatch: table public.a, batch 0/1A2B..0/1A3C: column qty: " + strings.Repeat("cannot cast text to int; ", 10) + "THE END"
+	rep := statusReport{
+		Pipeline: "p",
+		Reader:   readerRow{State: readerFailed, Workflow: "FAILED", Error: "reader: " + long},
+		Tables:   []tableRow{{Table: "public.a", Workflow: "FAILED", Failed: true, Err: long + "\nsecond line"}},
+	}
+	for _, tc := range []struct {
+		wide     bool
+		whole    bool
+		contains string
+	}{
+		{wide: false, whole: false, contains: "..."},
+		{wide: true, whole: true, contains: "THE END second line"},
+	} {
+		var b strings.Builder
+		printReport(&b, rep, tc.wide)
+		out := b.String()
+		if got := strings.Count(out, "THE END"); (got == 2) != tc.whole {
+			t.Errorf("wide=%v: the whole error appears %d times, want whole=%v:\n%s", tc.wide, got, tc.whole, out)
+		}
+		if !strings.Contains(out, tc.contains) {
+			t.Errorf("wide=%v: output lacks %q:\n%s", tc.wide, tc.contains, out)
+		}
+	}
+}

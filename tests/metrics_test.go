@@ -126,7 +126,8 @@ func healthz(ctx context.Context, addr, path string) (int, string) {
 // committed by operation equal the rows inserted, updated and deleted; a paused table's queue,
 // lag and the slot's retained WAL rise and its queue and lag fall back after resume; a poisoned
 // table shows in the failed-tables metric; the Temporal SDK's metrics keep every label. Then
-// /healthz fails while the worker's connection to Temporal is cut, and recovers.
+// /healthz fails while the worker's connection to Temporal is cut, and recovers. Last, every
+// metric deploy/'s alert rules and dashboard read is in the scrape (checkDeployedMetrics).
 func TestMetricsFollowThePipeline(t *testing.T) {
 	t.Parallel()
 	px := startProxy(t, testenv.Temporal(t))
@@ -251,4 +252,10 @@ func TestMetricsFollowThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+
+	// Every metric the alert rules and the Grafana dashboard read is in this worker's scrape.
+	if s, err = scrapeMetrics(ctx, addr); err != nil {
+		t.Fatal(err)
+	}
+	checkDeployedMetrics(t, s)
 }

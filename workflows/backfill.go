@@ -28,7 +28,8 @@ func (t *table) backfill(ctx workflow.Context) error {
 	if err := t.refreshSchema(ctx, actx); err != nil {
 		return err
 	}
-	if err := workflow.ExecuteActivity(actx, snapshotActs.DiscardSnapshot, t.in.TableConfig).Get(ctx, nil); err != nil {
+	discard := withSummary(actx, "discard what an earlier snapshot of "+t.in.Table().String()+" left in "+t.in.Spec.Target)
+	if err := workflow.ExecuteActivity(discard, snapshotActs.DiscardSnapshot, t.in.TableConfig).Get(ctx, nil); err != nil {
 		return err
 	}
 
@@ -56,10 +57,11 @@ func (t *table) backfill(ctx workflow.Context) error {
 
 	var info activities.SnapshotInfo
 	begin := activities.BeginSnapshotInput{Table: t.in.TableConfig}
-	if err := workflow.ExecuteActivity(sctx, snapshotActs.BeginSnapshot, begin).Get(ctx, &info); err != nil {
+	if err := workflow.ExecuteActivity(withSummary(sctx, "begin a snapshot of "+t.in.Table().String()), snapshotActs.BeginSnapshot, begin).Get(ctx, &info); err != nil {
 		return t.sessionError(sctx, "beginning the snapshot", err)
 	}
 	t.snapshot = &SnapshotProgress{EstimatedRows: info.EstimatedRows, Position: info.Position}
+	t.showDetails(ctx)
 	if workflow.GetVersion(ctx, "backfill-copies-in-slices", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		if err := t.copyByChunk(ctx, sctx, info); err != nil {
 			return err
@@ -68,7 +70,8 @@ func (t *table) backfill(ctx workflow.Context) error {
 		return err
 	}
 	end := activities.EndSnapshotInput{Table: t.in.TableConfig, Snapshot: info}
-	if err := workflow.ExecuteActivity(sctx, snapshotActs.EndSnapshot, end).Get(ctx, nil); err != nil {
+	endCtx := withSummary(sctx, fmt.Sprintf("end the snapshot at %s (%d rows copied)", info.Position.Position, t.snapshot.Rows))
+	if err := workflow.ExecuteActivity(endCtx, snapshotActs.EndSnapshot, end).Get(ctx, nil); err != nil {
 		return t.sessionError(sctx, "ending the snapshot", err)
 	}
 	t.snapshot.Done = true
@@ -87,10 +90,12 @@ func (t *table) copyByChunk(ctx, sctx workflow.Context, info activities.Snapshot
 		}
 		in := activities.CopyChunkInput{Table: t.in.TableConfig, Snapshot: info, After: after, MaxRows: t.opts.SnapshotChunkRows}
 		var res activities.CopyChunkResult
-		if err := workflow.ExecuteActivity(sctx, snapshotActs.CopyChunk, in).Get(ctx, &res); err != nil {
+		cctx := withSummary(sctx, copySummary("chunk", after, info.Position))
+		if err := workflow.ExecuteActivity(cctx, snapshotActs.CopyChunk, in).Get(ctx, &res); err != nil {
 			return t.sessionError(sctx, "copying a chunk", err)
 		}
 		t.snapshot.Rows += res.Rows
+		t.showDetails(ctx)
 		after = res.Last
 		if res.Done {
 			return nil
@@ -130,12 +135,12 @@ func (t *table) refreshSchema(ctx, actx workflow.Context) error {
 		return nil
 	}
 	var schema batch.Schema
-	if err := workflow.ExecuteActivity(actx, setupActs.TableSchema, t.in.TableConfig).Get(ctx, &schema); err != nil {
+	if err := workflow.ExecuteActivity(withSummary(actx, "read the columns of "+t.in.Table().String()), setupActs.TableSchema, t.in.TableConfig).Get(ctx, &schema); err != nil {
 		return err
 	}
 	if slices.Equal(schema.Columns, t.in.Spec.Schema.Columns) {
 		return nil
 	}
 	t.in.Spec.Schema = schema
-	return workflow.ExecuteActivity(actx, commitActs.EnsureTable, t.in.TableConfig).Get(ctx, nil)
+	return workflow.ExecuteActivity(withSummary(actx, "evolve target "+t.in.Spec.Target), commitActs.EnsureTable, t.in.TableConfig).Get(ctx, nil)
 }

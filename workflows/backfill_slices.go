@@ -48,6 +48,7 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 			HeartbeatTimeout:    backfillHeartbeat,
 			RetryPolicy:         RetryForever(),
 			WaitForCancellation: cancelOnPause,
+			Summary:             copySummary("slice", after, info.Position),
 		})
 		actx, cancel := workflow.WithCancel(actx)
 		in := activities.CopySnapshotInput{
@@ -81,6 +82,7 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 		}
 		t.snapshot.Rows += res.Rows
 		t.snapshot.Chunks += res.Chunks
+		t.showDetails(ctx)
 		if len(res.Last) > 0 {
 			after = res.Last
 		}

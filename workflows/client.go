@@ -37,7 +37,9 @@ func (t Tables) startOptions(table activities.TableConfig, reuse enumspb.Workflo
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// A run that fails retryably (a lost snapshot session) is retried as a new run; a
 		// non-retryable failure (PoisonBatch) is not.
-		RetryPolicy: RetryForever(),
+		RetryPolicy:   RetryForever(),
+		StaticSummary: TableSummary(table),
+		StaticDetails: TableDetails(table),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SearchPipeline.ValueSet(table.Pipeline),
 			SearchTable.ValueSet(table.Table().String()),

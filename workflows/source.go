@@ -73,11 +73,14 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	})
 	failed := func(err error) error {
 		st.Phase, st.LastError = StateFailed, err.Error()
+		showSourceDetails(ctx, st)
 		return err
 	}
+	showSourceDetails(ctx, st)
 	setupIn := activities.SetupInput{Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Tables: in.Tables}
 	var setup activities.SetupResult
-	if err := workflow.ExecuteActivity(actx, setupActs.SetupSource, setupIn).Get(ctx, &setup); err != nil {
+	setupCtx := withSummary(actx, fmt.Sprintf("set up slot %s and publication %s", in.Slot, in.Publication))
+	if err := workflow.ExecuteActivity(setupCtx, setupActs.SetupSource, setupIn).Get(ctx, &setup); err != nil {
 		return failed(err)
 	}
 	st.Source = setup.Source
@@ -85,9 +88,11 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	// result; one that lists none leaves them to the workers' config.
 	var ensure workflow.Future
 	if len(setup.Tables) > 0 {
-		ensure = workflow.ExecuteActivity(actx, setupActs.EnsureTableWorkflows, setup.Tables)
+		ensureCtx := withSummary(actx, fmt.Sprintf("start the %d table workflow(s)", len(setup.Tables)))
+		ensure = workflow.ExecuteActivity(ensureCtx, setupActs.EnsureTableWorkflows, setup.Tables)
 	} else {
-		ensure = workflow.ExecuteActivity(actx, setupActs.EnsureConfiguredTables,
+		ensureCtx := withSummary(actx, "start the configured tables' workflows")
+		ensure = workflow.ExecuteActivity(ensureCtx, setupActs.EnsureConfiguredTables,
 			activities.EnsureConfiguredInput{Pipeline: in.Pipeline, Source: setup.Source, SlotSince: setup.SlotSince})
 	}
 	if err := ensure.Get(ctx, nil); err != nil {
@@ -99,6 +104,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		runFor = time.Hour
 	}
 	st.Phase = StateRunning
+	showSourceDetails(ctx, st)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(string(StateRunning))); err != nil {
 		return fmt.Errorf("upserting search attributes of pipeline %s: %w", in.Pipeline, err)
 	}
@@ -108,6 +114,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		// worker after this.
 		HeartbeatTimeout: ShortHeartbeat,
 		RetryPolicy:      RetryForever(),
+		Summary:          fmt.Sprintf("read slot %s for %s", in.Slot, runFor),
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,

@@ -92,6 +92,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		if err := t.setState(ctx, t.streamState()); err != nil {
 			return err
 		}
+		t.showDetails(ctx)
 		if err := workflow.Await(ctx, func() bool {
 			return t.resync || t.continueAsNewDue(ctx) || (!t.paused && (len(t.window) > 0 || t.beyond > 0))
 		}); err != nil {
@@ -143,13 +144,13 @@ func (t *table) load(ctx workflow.Context) error {
 	if len(t.in.Spec.Schema.Columns) == 0 {
 		// Started by hand without the columns (the SourceWorkflow passes them): read them.
 		if err := t.retry(ctx, "reading the table's schema", false, func(ctx workflow.Context) error {
-			return t.exec(ctx, streamActivity(), setupActs.TableSchema, t.in.TableConfig, &t.in.Spec.Schema)
+			return t.exec(ctx, summarized(streamActivity(), "read the columns of "+t.in.Table().String()), setupActs.TableSchema, t.in.TableConfig, &t.in.Spec.Schema)
 		}); err != nil {
 			return err
 		}
 	}
 	if err := t.retry(ctx, "ensuring the target", false, func(ctx workflow.Context) error {
-		return t.exec(ctx, streamActivity(), commitActs.EnsureTable, t.in.TableConfig, nil)
+		return t.exec(ctx, summarized(streamActivity(), "ensure target "+t.in.Spec.Target), commitActs.EnsureTable, t.in.TableConfig, nil)
 	}); err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func (t *table) load(ctx workflow.Context) error {
 	in := activities.LoadTableInput{TableConfig: t.in.TableConfig, Window: windowLimit()}
 	if err := t.retry(ctx, "loading the table", false, func(ctx workflow.Context) error {
 		t.window, t.beyond = nil, 0
-		err := t.exec(ctx, streamActivity(), commitActs.LoadTable, in, &res)
+		err := t.exec(ctx, summarized(streamActivity(), "load the position of "+t.in.Spec.Target+" and the staged batches"), commitActs.LoadTable, in, &res)
 		if err != nil {
 			t.forgetWindow()
 		}
@@ -181,6 +182,7 @@ func (t *table) commitNext(ctx workflow.Context) error {
 		StartToCloseTimeout: t.opts.CommitTimeout,
 		HeartbeatTimeout:    t.opts.CommitHeartbeat,
 		RetryPolicy:         boundedRetry(),
+		Summary:             commitSummary(g),
 	}
 	// Ref is the group's first batch even when Refs is set: a worker of an earlier version reads
 	// only Ref, commits that one and says nothing of Refs, which counts as one.
@@ -250,7 +252,7 @@ func (t *table) listNext(ctx workflow.Context) error {
 	t.window, t.beyond = nil, 0
 	in := activities.NextBatchesInput{Table: t.in.TableConfig, After: t.position, HasPosition: t.hasPosition, Window: windowLimit()}
 	var res activities.NextBatchesResult
-	if err := t.exec(ctx, streamActivity(), commitActs.NextBatches, in, &res); err != nil {
+	if err := t.exec(ctx, summarized(streamActivity(), listSummary(t.position, t.hasPosition)), commitActs.NextBatches, in, &res); err != nil {
 		t.forgetWindow()
 		return err
 	}
@@ -303,6 +305,7 @@ func (t *table) setState(ctx workflow.Context, state State) error {
 		return nil
 	}
 	t.state = state
+	t.showDetails(ctx)
 	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchPhase.ValueSet(string(state))); err != nil {
 		return fmt.Errorf("upserting search attributes of table %s: %w", t.in.Table(), err)
 	}
@@ -324,6 +327,20 @@ func (t *table) status() (TableStatus, error) {
 // ShortHeartbeat.
 func shortActivity() workflow.ActivityOptions {
 	return workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, HeartbeatTimeout: ShortHeartbeat, RetryPolicy: RetryForever()}
+}
+
+// summarized is opts with the activity's summary for the Web UI.
+func summarized(opts workflow.ActivityOptions, summary string) workflow.ActivityOptions {
+	opts.Summary = summary
+	return opts
+}
+
+// listSummary is a NextBatches' summary.
+func listSummary(after batch.SourcePosition, has bool) string {
+	if !has {
+		return "list staged batches"
+	}
+	return "list staged batches after " + after.Position.String()
 }
 
 // streamActivity is shortActivity with StreamAttempts attempts: the workflow retries (retry).

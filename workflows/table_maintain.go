@@ -47,7 +47,7 @@ func (t *table) maintain(ctx workflow.Context) error {
 	t.sinceMaintenance = 0
 	st := &MaintenanceStatus{Started: workflow.Now(ctx), Batches: t.batches}
 	t.lastMaintenance = st
-	actx := workflow.WithActivityOptions(ctx, maintainActivity())
+	actx := withSummary(workflow.WithActivityOptions(ctx, maintainActivity()), "maintain target "+t.in.Spec.Target+" (compaction, snapshot expiry)")
 	var res activities.MaintainResult
 	err := workflow.ExecuteActivity(actx, commitActs.MaintainTable, t.in.TableConfig).Get(ctx, &res)
 	if ctx.Err() != nil {

@@ -54,6 +54,7 @@ func (t *table) retry(ctx workflow.Context, what string, stream bool, step func(
 		}
 		t.failures++
 		t.lastError = fmt.Sprintf("%s (failure %d, retrying): %v", what, t.failures, err)
+		t.showDetails(ctx)
 		wait := backoff(t.failures)
 		workflow.GetLogger(ctx).Warn("table step failed; retrying", "table", t.in.Table().String(),
 			"step", what, "failures", t.failures, "retry_in", wait, "error", err)
