@@ -50,10 +50,13 @@ func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
 func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{Name: cfg.Sink.Type} }
 
 // TableOptions are the TableWorkflow options of cfg. A grouped commit reads up to an eighth of
-// batch.max_bytes of staged files. An Iceberg sink's tables are maintained
+// batch.max_bytes of staged files, and a backfill joins chunks into sink writes of up to an
+// eighth of it: at the whole of it (64 MiB) the joined copies doubled the records in memory
+// and the worker met its soft memory limit (ClickHouse backfill at half the speed, 640 MiB
+// peak; docs/benchmarks.md). An Iceberg sink's tables are maintained
 // (MaintainTable) every sink.iceberg.maintenance.compact_every_commits commits; -1 turns that off.
 func TableOptions(cfg *config.Config) workflows.TableOptions {
-	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes)}
+	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes) / 8}
 	o.CommitGroupBytes = int64(cfg.Batch.MaxBytes) / 8
 	if cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil {
 		switch n := cfg.Sink.Iceberg.Maintenance.CompactEveryCommits; {

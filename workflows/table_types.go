@@ -17,7 +17,7 @@ type TableOptions struct {
 	// SnapshotChunkRows is the rows per CopyChunk of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows,omitempty"`
 	// SnapshotApplyBytes groups a backfill's chunks into sink writes of up to this many bytes
-	// (0: the activity's default, 64 MiB).
+	// (0: the activity's default, 64 MiB; the starter sets an eighth of batch.max_bytes).
 	SnapshotApplyBytes int64 `json:"snapshot_apply_bytes,omitempty"`
 	// CommitTimeout bounds one CommitBatch attempt (default 30 minutes); it heartbeats, so a lost
 	// worker is noticed after CommitHeartbeat (default ShortHeartbeat; the worker heartbeats the commit every quarter of it).
