@@ -194,7 +194,8 @@ func (w *workloadPipeline) waitConverged() {
 				return r.Equal(), r.String(), nil
 			})
 		if err != nil {
-			w.t.Fatalf("workload seed %d: %v", w.gen.Seed(), err)
+			// The last poll may have been cut by the deadline: show the last comparison too.
+			w.t.Fatalf("workload seed %d: %v; last comparison: %s", w.gen.Seed(), err, last)
 		}
 		w.t.Log(last)
 	}
