@@ -194,7 +194,8 @@ func (w *workloadPipeline) waitConverged() {
 				return r.Equal(), r.String(), nil
 			})
 		if err != nil {
-			w.t.Fatalf("workload seed %d: %v", w.gen.Seed(), err)
+			// The last poll may have been cut by the deadline: show the last comparison too.
+			w.t.Fatalf("workload seed %d: %v; last comparison: %s", w.gen.Seed(), err, last)
 		}
 		w.t.Log(last)
 	}
@@ -210,16 +211,19 @@ func workloadSize(sinkName string, n int) int {
 }
 
 // TestWorkloadConvergesOnEverySink backfills a seeded initial state, then runs the seeded
-// workload (inserts, updates, deletes, key changes, multi-table transactions, one large
-// transaction, updates leaving TOASTed values unchanged) while the pipeline streams; every
-// table of every sink ends equal to the source key by key.
+// workload (inserts, updates, deletes, key changes, rows moving between partitions, partitions
+// created and attached, multi-table transactions, one large transaction, updates leaving
+// TOASTed values unchanged, on native, extension and other text-carried types) while the
+// pipeline streams; every table of every sink ends equal to the source key by key, every
+// column compared.
 func TestWorkloadConvergesOnEverySink(t *testing.T) {
 	t.Parallel()
 	for _, sinkName := range workloadSinks {
 		t.Run(sinkName, func(t *testing.T) {
 			t.Parallel()
 			w := newWorkloadPipeline(t, sinkName, 2000, map[string]int{
-				"wl_items": workloadSize(sinkName, 3000), "wl_lines": workloadSize(sinkName, 2000), "wl_docs": workloadSize(sinkName, 200)})
+				"wl_items": workloadSize(sinkName, 3000), "wl_lines": workloadSize(sinkName, 2000), "wl_docs": workloadSize(sinkName, 200),
+				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
 			worker := w.worker("worker")
 			w.sluice("start")
 			w.waitStreams()
@@ -237,11 +241,13 @@ func TestWorkloadConvergesOnEverySink(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.exec("UPDATE public.wl_docs SET title = 'checker probe' WHERE id = (SELECT min(id::text)::uuid FROM public.wl_docs)",
-				"DELETE FROM public.wl_lines WHERE (order_id, line) = (SELECT order_id, line FROM public.wl_lines ORDER BY 1, 2 LIMIT 1)")
+				"DELETE FROM public.wl_lines WHERE (order_id, line) = (SELECT order_id, line FROM public.wl_lines ORDER BY 1, 2 LIMIT 1)",
+				"UPDATE public.wl_types SET c_hstore = coalesce(c_hstore, '') || 'probe=>1' WHERE id = (SELECT min(id) FROM public.wl_types)",
+				"INSERT INTO public.wl_parts (id, part, name) VALUES (-1, 0, 'checker probe')")
 			for _, probe := range []struct {
 				table string
 				kind  workload.DiffKind
-			}{{"wl_docs", workload.Stale}, {"wl_lines", workload.Extra}} {
+			}{{"wl_docs", workload.Stale}, {"wl_lines", workload.Extra}, {"wl_types", workload.Stale}, {"wl_parts", workload.Missing}} {
 				r, err := w.gen.Check(ctx, w.sink, w.gen.Table(probe.table), 5)
 				if err != nil {
 					t.Fatal(err)
@@ -266,7 +272,8 @@ func TestHeavyWritesDuringBackfill(t *testing.T) {
 		t.Run(sinkName, func(t *testing.T) {
 			t.Parallel()
 			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, heavyChunkRows), map[string]int{
-				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200)})
+				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200),
+				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: workloadSize(sinkName, 20)}) }()
@@ -374,7 +381,8 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			t.Parallel()
 			chunk := workloadSize(sinkName, 1000)
 			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
-				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100)})
+				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100),
+				"wl_types": workloadSize(sinkName, 100), "wl_parts": workloadSize(sinkName, 500)})
 			w.setConfig("  max_rows: 5000\n", "  max_rows: 5000\n  max_bytes: 64KiB\n") // a sink write of the backfill holds a chunk or two
 			items := w.gen.Table("wl_items")
 			tn := w.tableName(items)

@@ -20,7 +20,8 @@ import (
 // Encodings it normalizes (see the sink's package documentation): numbers are read as written
 // (never through float64, so a bigint beyond 2^53 compares exactly); numeric is a JSON string;
 // bytea is base64; json and jsonb are embedded JSON values; dates, times and timestamps are ISO
-// 8601 strings with at most 6 fractional digits (timestamp without zone, timestamptz with Z).
+// 8601 strings with at most 6 fractional digits (timestamp without zone, timestamptz with Z);
+// oid is a number; the types carried as text (hstore, money, geometry, ...) are strings.
 // Every value maps exactly, so Expect changes nothing. A document key is the key's text, or
 // for a composite key the parts with % as %25 and : as %3A, joined by ::.
 type CouchbaseSink struct {
@@ -93,7 +94,7 @@ func documentValues(t *Table, raw []byte) ([]string, error) {
 			continue
 		}
 		switch c.Kind {
-		case JSON, Int4Array, TextArray, Int2, Int4, Int8, Float4, Float8, Bool:
+		case JSON, Int4Array, TextArray, Int2, Int4, Int8, Float4, Float8, Bool, OID:
 			vals[i] = string(v)
 			continue
 		}

@@ -2,10 +2,13 @@
 // workload and checks every sink against the source key by key.
 //
 // A Generator creates a fixed set of tables in a source database (Tables: a bigint key with a
-// column of every type all three sinks carry, a composite key, and a uuid key with TOASTed
-// text), fills them, and runs random operations on them: inserts, updates, deletes,
-// primary-key changes, transactions touching several tables, one large transaction, and
-// updates that leave a TOASTed value unchanged. Everything it does follows from its seed, and
+// column of every type all three sinks carry natively, a composite key, a uuid key with TOASTed
+// text, a column of every type carried as the text Postgres prints (extension types, money,
+// timetz, ranges, a composite type, a two-dimensional array, an enum, domains, oid), and a
+// partitioned table), fills them, and runs random operations on them: inserts, updates,
+// deletes, primary-key changes (moving rows between partitions among them), partitions created
+// and attached while running, transactions touching several tables, one large transaction,
+// and updates that leave a TOASTed value unchanged. Everything it does follows from its seed, and
 // the seed is part of every error and report, so a failure can be replayed.
 //
 // The checker (Check) reads the source and a sink as their users would and reports the first

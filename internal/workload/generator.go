@@ -14,12 +14,15 @@ import (
 // Stats counts what a Generator did.
 type Stats struct {
 	Inserted, Updated, Deleted, KeyChanges, MultiTableTx, LargeTxRows, Ops int
+	// PartitionMoves are the key changes that moved a row to another partition; PartitionsAdded
+	// the partitions created or attached while running.
+	PartitionMoves, PartitionsAdded int
 }
 
 // String prints the counts for logs and reports.
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops: %d inserted, %d updated, %d deleted, %d key changes, %d multi-table transactions, %d rows in the large transaction",
-		s.Ops, s.Inserted, s.Updated, s.Deleted, s.KeyChanges, s.MultiTableTx, s.LargeTxRows)
+	return fmt.Sprintf("%d ops: %d inserted, %d updated, %d deleted, %d key changes (%d moving partitions), %d multi-table transactions, %d rows in the large transaction, %d partitions added",
+		s.Ops, s.Inserted, s.Updated, s.Deleted, s.KeyChanges, s.PartitionMoves, s.MultiTableTx, s.LargeTxRows, s.PartitionsAdded)
 }
 
 // Generator writes a seeded workload into a source database. Its methods must not be called
@@ -32,7 +35,8 @@ type Generator struct {
 	tables []*Table
 	conn   *pgx.Conn
 
-	mu       sync.Mutex // guards live, universe, stats
+	mu       sync.Mutex     // guards live, universe, stats, parts
+	parts    map[string]int // partitions each partitioned table has
 	live     map[string]*keySet
 	dead     map[string]*keySet
 	universe map[string]*keySet
@@ -43,9 +47,12 @@ type Generator struct {
 func New(dsn string, seed uint64) *Generator {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	g := &Generator{seed: seed, rng: rng, vals: valueGen{rng: rng}, dsn: dsn, tables: Tables(),
-		live: map[string]*keySet{}, dead: map[string]*keySet{}, universe: map[string]*keySet{}}
+		live: map[string]*keySet{}, dead: map[string]*keySet{}, universe: map[string]*keySet{}, parts: map[string]int{}}
 	for _, t := range g.tables {
 		g.live[t.Name], g.dead[t.Name], g.universe[t.Name] = newKeySet(), newKeySet(), newKeySet()
+		if t.Partitioning != nil {
+			g.parts[t.Name] = t.Partitioning.Initial
+		}
 	}
 	return g
 }
@@ -120,9 +127,9 @@ func (g *Generator) connect(ctx context.Context) error {
 	return nil
 }
 
-// Create creates the tables.
+// Create creates the extensions and types the tables need, and the tables.
 func (g *Generator) Create(ctx context.Context) error {
-	var stmts []string
+	stmts := setupDDL()
 	for _, t := range g.tables {
 		stmts = append(stmts, t.DDL()...)
 	}
@@ -170,6 +177,29 @@ func (g *Generator) execTx(ctx context.Context, stmts []string) error {
 	return nil
 }
 
+// Partitions returns the partitions table has now (0 for a table that is not partitioned).
+func (g *Generator) Partitions(table string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.parts[table]
+}
+
+// addPartition returns the statements adding the next partition of the first partitioned
+// table that can take one (nil when none can).
+func (g *Generator) addPartition() []string {
+	for _, t := range g.tables {
+		if p := t.Partitioning; p != nil && g.parts[t.Name] < p.Max {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			stmts := t.partitionDDL(g.parts[t.Name])
+			g.parts[t.Name]++
+			g.stats.PartitionsAdded++
+			return stmts
+		}
+	}
+	return nil
+}
+
 // RunOptions shape a Run.
 type RunOptions struct {
 	// Ops is the number of operations; zero or less runs until ctx ends.
@@ -182,9 +212,11 @@ type RunOptions struct {
 	MaxRowsPerOp int
 }
 
-// Run performs random operations: inserts, updates, deletes, key changes, transactions over
-// several tables, and optionally one large transaction. It returns nil when the operations
-// are done or ctx ends; an error names the seed.
+// Run performs random operations: inserts, updates, deletes, key changes (moving rows between
+// partitions among them), transactions over several tables, and optionally one large
+// transaction. Before operations 10, 30, 50, ... of a run, a transaction of its own adds a
+// partition to a partitioned table while one can take it. It returns nil when the operations are done or ctx ends; an error
+// names the seed.
 func (g *Generator) Run(ctx context.Context, o RunOptions) error {
 	if o.MaxRowsPerOp <= 0 {
 		o.MaxRowsPerOp = 20
@@ -196,6 +228,11 @@ func (g *Generator) Run(ctx context.Context, o RunOptions) error {
 	for i := 0; o.Ops <= 0 || i < o.Ops; i++ {
 		if ctx.Err() != nil {
 			return nil
+		}
+		if i%20 == 10 {
+			if err := g.execTx(ctx, g.addPartition()); err != nil {
+				return fmt.Errorf("adding a partition before operation %d: %w", i, err)
+			}
 		}
 		var stmts []string
 		if i == largeAt && o.LargeTxRows > 0 {
@@ -253,8 +290,10 @@ func (g *Generator) newKey(t *Table) Key {
 	for {
 		var k Key
 		switch t.Name {
-		case "wl_items":
+		case "wl_items", "wl_types":
 			k = Key{strconv.FormatInt(g.rng.Int64N(1<<62)-(1<<61), 10)}
+		case "wl_parts":
+			k = Key{strconv.FormatInt(g.rng.Int64N(1<<40), 10), g.partKey(t)}
 		case "wl_lines":
 			sep := ""
 			if g.rng.IntN(4) == 0 {
@@ -268,6 +307,22 @@ func (g *Generator) newKey(t *Table) Key {
 			return k
 		}
 	}
+}
+
+// partKey returns a value of t's partition key column in one of its partitions.
+func (g *Generator) partKey(t *Table) string {
+	return strconv.Itoa(g.rng.IntN(t.Partitioning.Width * g.parts[t.Name]))
+}
+
+// partition returns the partition of t that key k is in.
+func partition(t *Table, k Key) int {
+	for i, c := range t.Keys() {
+		if c.Name == t.Partitioning.Column {
+			n, _ := strconv.Atoi(k[i])
+			return n / t.Partitioning.Width
+		}
+	}
+	return -1
 }
 
 // track records that k was inserted into (live) or deleted from (!live) t.
@@ -399,6 +454,15 @@ func (g *Generator) delete(t *Table, n int) []string {
 func (g *Generator) changeKey(t *Table) []string {
 	old := g.live[t.Name].pick(g.rng)
 	k := g.newKey(t)
+	if t.Partitioning != nil && g.rng.IntN(3) != 0 {
+		// The same row in another partition, by an update of the partition key alone.
+		k = append(Key(nil), old...)
+		for i, c := range t.Keys() {
+			if c.Name == t.Partitioning.Column {
+				k[i] = g.partKey(t)
+			}
+		}
+	}
 	if g.live[t.Name].has(k) {
 		return nil
 	}
@@ -414,6 +478,9 @@ func (g *Generator) changeKey(t *Table) []string {
 	g.track(t, k, true)
 	g.mu.Lock()
 	g.stats.KeyChanges++
+	if t.Partitioning != nil && partition(t, old) != partition(t, k) {
+		g.stats.PartitionMoves++
+	}
 	g.mu.Unlock()
 	return []string{stmt}
 }

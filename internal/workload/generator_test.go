@@ -10,8 +10,9 @@ import (
 )
 
 // TestGeneratorIsReproducibleAndTracksKeys runs the same seed on two databases: they must end
-// identical, the generator's live keys must be exactly the source's keys, and the source must
-// hold a TOASTed value and every kind with a non-NULL value.
+// identical, the generator's live keys must be exactly the source's keys, the source must hold
+// a TOASTed value and every kind with a non-NULL value, and the partitioned table must have
+// gained its partitions and moved rows between them.
 func TestGeneratorIsReproducibleAndTracksKeys(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -40,6 +41,16 @@ func TestGeneratorIsReproducibleAndTracksKeys(t *testing.T) {
 	t.Logf("seed %d: %s", seed, st)
 	if st.Inserted == 0 || st.Updated == 0 || st.Deleted == 0 || st.KeyChanges == 0 || st.MultiTableTx == 0 || st.LargeTxRows != 2000 {
 		t.Errorf("seed %d: some operation never ran: %s", seed, st)
+	}
+	if st.PartitionMoves == 0 || st.PartitionsAdded != 2 {
+		t.Errorf("seed %d: want rows moved between partitions and 2 partitions added: %s", seed, st)
+	}
+	var attached int
+	if err := g1.conn.QueryRow(ctx, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'public.wl_parts'::regclass").Scan(&attached); err != nil {
+		t.Fatal(err)
+	}
+	if attached != g1.Partitions("wl_parts") || attached != 4 {
+		t.Errorf("seed %d: wl_parts has %d partitions, the generator counts %d; want 4", seed, attached, g1.Partitions("wl_parts"))
 	}
 	if st != g2.Stats() {
 		t.Errorf("seed %d: same seed, different operations: %s and %s", seed, st, g2.Stats())

@@ -9,8 +9,9 @@ import (
 type Kind int
 
 // The kinds of column the workload covers: every type the Iceberg, ClickHouse and Couchbase
-// sinks all carry. interval is left out (Iceberg has no equivalent type), and so are inet,
-// cidr, enums and char(n), which travel as text like Text.
+// sinks all carry, and the types without a native mapping that every sink carries as the text
+// Postgres prints (docs/types.md). interval is left out (Iceberg has no equivalent type), and so
+// are inet, cidr and char(n), which travel as text like Text.
 const (
 	Int2 Kind = iota
 	Int4
@@ -30,12 +31,35 @@ const (
 	JSON // json and jsonb
 	Int4Array
 	TextArray
+
+	// Kinds carried as the text Postgres prints, compared with the source's ::text.
+	Citext    // citext, and the domain wl_label over it
+	Hstore    // hstore
+	Ltree     // ltree
+	Money     // money
+	Macaddr   // macaddr
+	Bit       // bit(8)
+	Varbit    // bit varying
+	Timetz    // time with time zone, with its own offset
+	XML       // xml
+	Tsvector  // tsvector
+	Int4Range // int4range
+	Composite // the composite type wl_pair (n integer, s text)
+	IntMatrix // integer[][]: declared with two dimensions, so carried as text
+	Enum      // the enum wl_mood
+	Geometry  // PostGIS geometry (hex EWKB)
+	Geography // PostGIS geography (hex EWKB)
+
+	// OID is oid: an int64 in every sink.
+	OID
 )
 
 // String names the kind as in messages.
 func (k Kind) String() string {
 	names := [...]string{"int2", "int4", "int8", "float4", "float8", "numeric", "numeric(text)", "text", "bool",
-		"date", "time", "timestamp", "timestamptz", "uuid", "bytea", "json", "int4[]", "text[]"}
+		"date", "time", "timestamp", "timestamptz", "uuid", "bytea", "json", "int4[]", "text[]",
+		"citext", "hstore", "ltree", "money", "macaddr", "bit", "varbit", "timetz", "xml", "tsvector", "int4range",
+		"composite", "int4[][]", "enum", "geometry", "geography", "oid"}
 	if int(k) < len(names) {
 		return names[k]
 	}
@@ -60,6 +84,33 @@ type Column struct {
 type Table struct {
 	Name    string
 	Columns []Column
+	// Partitioning, when set, makes the table partitioned (a relkind 'p' root).
+	Partitioning *Partitioning
+}
+
+// Partitioning partitions a table by range of one integer key column, in partitions of Width
+// values: partition i holds [i*Width, (i+1)*Width) and is named <table>_p<i>. The first Initial
+// exist from the start; the generator adds the others, up to Max, while it runs: the even ones
+// created alone and attached (ATTACH PARTITION), the odd ones created as PARTITION OF.
+type Partitioning struct {
+	Column       string
+	Width        int
+	Initial, Max int
+}
+
+// partitionDDL returns the statements that add partition i of t.
+func (t *Table) partitionDDL(i int) []string {
+	p := t.Partitioning
+	name := fmt.Sprintf("%s_p%d", t.Qualified(), i)
+	bounds := fmt.Sprintf("FOR VALUES FROM (%d) TO (%d)", i*p.Width, (i+1)*p.Width)
+	if i < p.Initial || i%2 == 1 {
+		return []string{fmt.Sprintf("CREATE TABLE %s PARTITION OF %s %s", name, t.Qualified(), bounds)}
+	}
+	// Attached empty: the rows a table holds when it is attached are not in the WAL.
+	return []string{
+		fmt.Sprintf("CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING STORAGE)", name, t.Qualified()),
+		fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s %s", t.Qualified(), name, bounds),
+	}
 }
 
 // Qualified is the table's schema-qualified name, public.<name>.
@@ -98,8 +149,17 @@ func (t *Table) DDL() []string {
 		}
 		cols = append(cols, c.Name+" "+c.SQL+null)
 	}
-	out := []string{fmt.Sprintf("CREATE TABLE %s (%s, PRIMARY KEY (%s))", t.Qualified(),
-		strings.Join(cols, ", "), strings.Join(keys, ", "))}
+	partitioned := ""
+	if t.Partitioning != nil {
+		partitioned = " PARTITION BY RANGE (" + t.Partitioning.Column + ")"
+	}
+	out := []string{fmt.Sprintf("CREATE TABLE %s (%s, PRIMARY KEY (%s))%s", t.Qualified(),
+		strings.Join(cols, ", "), strings.Join(keys, ", "), partitioned)}
+	if t.Partitioning != nil {
+		for i := range t.Partitioning.Initial {
+			out = append(out, t.partitionDDL(i)...)
+		}
+	}
 	for _, c := range t.Columns {
 		if c.Toast {
 			out = append(out, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s SET STORAGE EXTERNAL", t.Qualified(), c.Name))
@@ -108,8 +168,26 @@ func (t *Table) DDL() []string {
 	return out
 }
 
-// Tables are the workload's tables: wl_items (bigint key, a column of every kind), wl_lines
-// (composite key integer + text) and wl_docs (uuid key, a TOASTed text column).
+// setupDDL creates what the tables' types need: the extensions (from Debian's postgresql
+// contrib, and PostGIS), an enum, a composite type and two domains.
+func setupDDL() []string {
+	return []string{
+		"CREATE EXTENSION IF NOT EXISTS citext",
+		"CREATE EXTENSION IF NOT EXISTS hstore",
+		"CREATE EXTENSION IF NOT EXISTS ltree",
+		"CREATE EXTENSION IF NOT EXISTS postgis",
+		"CREATE TYPE public.wl_mood AS ENUM ('sad', 'ok', 'happy', 'so so')",
+		"CREATE TYPE public.wl_pair AS (n integer, s text)",
+		"CREATE DOMAIN public.wl_label AS citext CHECK (length(VALUE) <= 64)",
+		"CREATE DOMAIN public.wl_intlist AS integer[]",
+	}
+}
+
+// Tables are the workload's tables: wl_items (bigint key, a column of every native kind),
+// wl_lines (composite key integer + text), wl_docs (uuid key, a TOASTed text column), wl_types
+// (bigint key, a column of every kind carried as text, domains, and TOASTed citext and hstore)
+// and wl_parts (partitioned by range of part, a key column, so a key change can move a row to
+// another partition; two more partitions are added while the workload runs).
 func Tables() []*Table {
 	return []*Table{
 		{Name: "wl_items", Columns: []Column{
@@ -153,6 +231,40 @@ func Tables() []*Table {
 			{Name: "meta", SQL: "jsonb", Kind: JSON},
 			{Name: "updated", SQL: "timestamp", Kind: Timestamp},
 			{Name: "blob", SQL: "bytea", Kind: Bytea},
+		}},
+		{Name: "wl_types", Columns: []Column{
+			{Name: "id", SQL: "bigint", Kind: Int8, Key: true},
+			{Name: "c_citext", SQL: "citext", Kind: Citext},
+			{Name: "c_label", SQL: "wl_label", Kind: Citext},
+			{Name: "c_hstore", SQL: "hstore", Kind: Hstore},
+			{Name: "c_ltree", SQL: "ltree", Kind: Ltree},
+			{Name: "c_money", SQL: "money", Kind: Money},
+			{Name: "c_mac", SQL: "macaddr", Kind: Macaddr},
+			{Name: "c_bit", SQL: "bit(8)", Kind: Bit},
+			{Name: "c_varbit", SQL: "bit varying", Kind: Varbit},
+			{Name: "c_timetz", SQL: "timetz", Kind: Timetz},
+			{Name: "c_xml", SQL: "xml", Kind: XML},
+			{Name: "c_tsv", SQL: "tsvector", Kind: Tsvector},
+			{Name: "c_range", SQL: "int4range", Kind: Int4Range},
+			{Name: "c_pair", SQL: "wl_pair", Kind: Composite},
+			{Name: "c_matrix", SQL: "integer[][]", Kind: IntMatrix},
+			{Name: "c_mood", SQL: "wl_mood", Kind: Enum},
+			{Name: "c_intlist", SQL: "wl_intlist", Kind: Int4Array},
+			{Name: "c_citexts", SQL: "citext[]", Kind: TextArray},
+			{Name: "c_oid", SQL: "oid", Kind: OID},
+			{Name: "c_geom", SQL: "geometry", Kind: Geometry},
+			{Name: "c_geog", SQL: "geography", Kind: Geography},
+			{Name: "c_bigci", SQL: "citext", Kind: Citext, Toast: true},
+			{Name: "c_bighs", SQL: "hstore", Kind: Hstore, Toast: true},
+		}},
+		{Name: "wl_parts", Partitioning: &Partitioning{Column: "part", Width: 100, Initial: 2, Max: 4}, Columns: []Column{
+			{Name: "id", SQL: "bigint", Kind: Int8, Key: true},
+			{Name: "part", SQL: "integer", Kind: Int4, Key: true},
+			{Name: "name", SQL: "text", Kind: Text},
+			{Name: "amount", SQL: "numeric(10,2)", Kind: Numeric},
+			{Name: "at", SQL: "timestamptz", Kind: Timestamptz},
+			{Name: "tags", SQL: "text[]", Kind: TextArray},
+			{Name: "body", SQL: "text", Kind: Text, Toast: true},
 		}},
 	}
 }

@@ -60,7 +60,10 @@ func (g valueGen) literal(c Column) string {
 		return "NULL"
 	}
 	if c.Toast {
-		return quote(g.toastText())
+		return g.toastLiteral(c)
+	}
+	if v := g.textKindLiteral(c); v != "" {
+		return v
 	}
 	switch c.Kind {
 	case Int2:
@@ -116,7 +119,7 @@ func (g valueGen) literal(c Column) string {
 				elems[i] = "NULL"
 			}
 		}
-		return "ARRAY[" + strings.Join(elems, ",") + "]::integer[]"
+		return "ARRAY[" + strings.Join(elems, ",") + "]::" + c.SQL
 	case TextArray:
 		n := g.rng.IntN(4)
 		elems := make([]string, n)
@@ -126,7 +129,7 @@ func (g valueGen) literal(c Column) string {
 				elems[i] = "NULL"
 			}
 		}
-		return "ARRAY[" + strings.Join(elems, ",") + "]::text[]"
+		return "ARRAY[" + strings.Join(elems, ",") + "]::" + c.SQL
 	}
 	panic("workload: no literal for kind " + c.Kind.String())
 }
