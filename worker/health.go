@@ -40,17 +40,7 @@ func (h *health) watch(ctx context.Context, tc client.Client) {
 		_, err := tc.CheckHealth(cctx, &client.CheckHealthRequest{})
 		h.checked(err)
 	}
-	check()
-	t := time.NewTicker(healthEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			check()
-		}
-	}
+	every(ctx, healthEvery, check)
 }
 
 func (h *health) checked(err error) {

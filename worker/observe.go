@@ -42,15 +42,20 @@ func observe(ctx context.Context, cfg *config.Config, tables workflows.Tables, m
 			m.FailedTables(cfg.Pipeline, failed)
 		}
 	}
-	once()
-	t := time.NewTicker(observeEvery)
+	every(ctx, observeEvery, once)
+}
+
+// every calls f at once and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	f()
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			once()
+			f()
 		}
 	}
 }

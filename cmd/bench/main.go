@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -105,7 +104,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	dsn, err := freshDatabase(ctx, pg.URL, "sluice_bench")
+	dsn, err := devstack.FreshDatabase(ctx, pg.URL, "sluice_bench")
 	if err != nil {
 		return err
 	}
@@ -352,24 +351,3 @@ const methodNotes = `
   ClickHouse is 18.16: their figures say more about these stand-ins than about the sinks.
 `
 
-// freshDatabase drops and recreates a database and returns its DSN.
-func freshDatabase(ctx context.Context, adminDSN, name string) (string, error) {
-	admin, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return "", fmt.Errorf("connecting to PostgreSQL: %w", err)
-	}
-	defer admin.Close(context.Background())
-	_, _ = admin.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL", name)
-	_, _ = admin.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1", name)
-	for _, q := range []string{"DROP DATABASE IF EXISTS " + name + " WITH (FORCE)", "CREATE DATABASE " + name} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	u, err := url.Parse(adminDSN)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
-}

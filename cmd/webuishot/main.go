@@ -189,23 +189,11 @@ func run(ctx context.Context, out, browser string) error {
 
 // seed makes database anew with public.orders and its rows, and returns its DSN.
 func seed(ctx context.Context, adminDSN string) (string, error) {
-	admin, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		return "", fmt.Errorf("connecting to PostgreSQL: %w", err)
-	}
-	defer admin.Close(context.Background())
-	_, _ = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, database)
-	for _, q := range []string{"DROP DATABASE IF EXISTS " + database + " WITH (FORCE)", "CREATE DATABASE " + database} {
-		if _, err := admin.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	u, err := url.Parse(adminDSN)
+	dsn, err := devstack.FreshDatabase(ctx, adminDSN, database)
 	if err != nil {
 		return "", err
 	}
-	u.Path = "/" + database
-	conn, err := pgx.Connect(ctx, u.String())
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return "", err
 	}
@@ -220,7 +208,7 @@ FROM generate_series(1, %d) g`, seedRows))
 	if err != nil {
 		return "", fmt.Errorf("seeding public.orders: %w", err)
 	}
-	return u.String(), nil
+	return dsn, nil
 }
 
 // pipelineConfig is the pipeline: public.orders into a local Iceberg warehouse under dir.

@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -151,4 +152,28 @@ func chownAll(cred *syscall.Credential, dirs ...string) error {
 		}
 	}
 	return nil
+}
+
+// FreshDatabase drops the database name on the server of adminDSN (ending every replication
+// slot of it first, active or not) and creates it anew, and returns its DSN: the benchmark and
+// the Web UI screenshot start from an empty database each time.
+func FreshDatabase(ctx context.Context, adminDSN, name string) (string, error) {
+	admin, err := pgx.Connect(ctx, adminDSN)
+	if err != nil {
+		return "", fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer admin.Close(context.Background())
+	_, _ = admin.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active_pid IS NOT NULL", name)
+	_, _ = admin.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1", name)
+	for _, q := range []string{"DROP DATABASE IF EXISTS " + name + " WITH (FORCE)", "CREATE DATABASE " + name} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	u, err := url.Parse(adminDSN)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
 }
