@@ -350,4 +350,3 @@ const methodNotes = `
   Couchbase is gocaves, Couchbase's in-memory mock (no real server installs here), and
   ClickHouse is 18.16: their figures say more about these stand-ins than about the sinks.
 `
-
