@@ -3,6 +3,8 @@ package batch
 import (
 	"bytes"
 	"math"
+	"strconv"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -157,4 +159,53 @@ func parseISOInterval(v []byte) (months, days, us int64, err error) {
 		i = j + 1
 	}
 	return months, days, us, nil
+}
+
+// AppendInterval writes an interval as an ISO 8601 duration the way Postgres' iso_8601 style
+// prints it: P1Y2M3DT4H5M6.5S, each component with its own sign (P1Y2M-3DT4H5M6.5S), PT0S for
+// zero, the seconds' fraction in microseconds without trailing zeros. Sinks without an interval
+// type store this text.
+func AppendInterval(dst []byte, v arrow.MonthDayNanoInterval) []byte {
+	dst = append(dst, 'P')
+	unit := func(n int64, u byte) {
+		if n != 0 {
+			dst = strconv.AppendInt(dst, n, 10)
+			dst = append(dst, u)
+		}
+	}
+	unit(int64(v.Months/12), 'Y')
+	unit(int64(v.Months%12), 'M')
+	unit(int64(v.Days), 'D')
+	ns := v.Nanoseconds
+	if ns == 0 {
+		if v.Months == 0 && v.Days == 0 {
+			dst = append(dst, "T0S"...)
+		}
+		return dst
+	}
+	dst = append(dst, 'T')
+	const sec = int64(time.Second)
+	unit(ns/(3600*sec), 'H')
+	unit(ns/(60*sec)%60, 'M')
+	if s, frac := ns/sec%60, ns%sec; s != 0 || frac != 0 {
+		if s == 0 && frac < 0 {
+			dst = append(dst, '-')
+		}
+		dst = strconv.AppendInt(dst, s, 10)
+		if us := max(frac, -frac) / 1000; us != 0 {
+			digits := 6
+			for us%10 == 0 {
+				us /= 10
+				digits--
+			}
+			dst = append(dst, '.')
+			s := strconv.FormatInt(us, 10)
+			for range digits - len(s) {
+				dst = append(dst, '0')
+			}
+			dst = append(dst, s...)
+		}
+		dst = append(dst, 'S')
+	}
+	return dst
 }

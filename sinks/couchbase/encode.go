@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // Postgres type OIDs whose text is JSON and is embedded in documents as JSON, not as a string.
@@ -70,7 +72,7 @@ func appendText(dst []byte, arr arrow.Array, i int, rawJSON bool) ([]byte, value
 		tt := a.DataType().(*arrow.TimestampType)
 		return appendTimestamp(dst, int64(a.Value(i)), tt.Unit, tt.TimeZone != ""), kindString, nil
 	case *array.MonthDayNanoInterval:
-		return appendInterval(dst, a.Value(i)), kindString, nil
+		return batch.AppendInterval(dst, a.Value(i)), kindString, nil
 	case *extensions.UUIDArray:
 		return append(dst, a.Value(i).String()...), kindString, nil
 	case *array.List:
@@ -204,45 +206,6 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit, utc bool) []byte 
 	dst = appendClock(dst, (int64(h)*3600+int64(m)*60+int64(s))*int64(time.Second)+int64(t.Nanosecond()))
 	if utc {
 		dst = append(dst, 'Z')
-	}
-	return dst
-}
-
-// appendInterval writes an interval as an ISO 8601 duration the way Postgres' iso_8601 style
-// prints it: P1Y2M3DT4H5M6.5S, each component with its own sign, PT0S for zero.
-func appendInterval(dst []byte, v arrow.MonthDayNanoInterval) []byte {
-	dst = append(dst, 'P')
-	years, months := v.Months/12, v.Months%12
-	unit := func(n int64, u byte) {
-		if n != 0 {
-			dst = strconv.AppendInt(dst, n, 10)
-			dst = append(dst, u)
-		}
-	}
-	unit(int64(years), 'Y')
-	unit(int64(months), 'M')
-	unit(int64(v.Days), 'D')
-	ns := v.Nanoseconds
-	if ns == 0 {
-		if v.Months == 0 && v.Days == 0 {
-			dst = append(dst, "T0S"...)
-		}
-		return dst
-	}
-	dst = append(dst, 'T')
-	const sec = int64(time.Second)
-	unit(ns/(3600*sec), 'H')
-	unit(ns/(60*sec)%60, 'M')
-	if s, frac := ns/sec%60, ns%sec; s != 0 || frac != 0 {
-		if s == 0 && frac < 0 {
-			dst = append(dst, '-')
-		}
-		dst = strconv.AppendInt(dst, s, 10)
-		if frac < 0 {
-			frac = -frac
-		}
-		dst = appendFraction(dst, frac)
-		dst = append(dst, 'S')
 	}
 	return dst
 }

@@ -86,7 +86,12 @@ func project(ctx context.Context, rec arrow.RecordBatch, keep []bool, cols []out
 			return nil, err
 		}
 		fields[i] = f
-		arrs[i] = retype(rec.Column(rec.Schema().FieldIndices(c.src)[0]), f.Type)
+		col := rec.Column(rec.Schema().FieldIndices(c.src)[0])
+		if iv, ok := col.(*array.MonthDayNanoInterval); ok && c.asText {
+			arrs[i] = intervalsAsText(iv)
+		} else {
+			arrs[i] = retype(col, f.Type)
+		}
 		defer arrs[i].Release()
 	}
 	all := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
@@ -193,4 +198,22 @@ func minMax[T cmp.Ordered](keep []bool, value func(int) T) (lo, hi T, ok bool) {
 		ok = true
 	}
 	return lo, hi, ok
+}
+
+// intervalsAsText returns the intervals of arr as their ISO 8601 text (batch.AppendInterval),
+// NULLs kept. The caller releases it.
+func intervalsAsText(arr *array.MonthDayNanoInterval) arrow.Array {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Reserve(arr.Len())
+	var buf []byte
+	for i := range arr.Len() {
+		if arr.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		buf = batch.AppendInterval(buf[:0], arr.Value(i))
+		b.Append(string(buf))
+	}
+	return b.NewArray()
 }

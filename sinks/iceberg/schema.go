@@ -21,8 +21,11 @@ const opColumn = batch.ColOp
 type outCol struct {
 	src   string      // column name in the batch record: the source column or a context column
 	name  string      // column name in the Iceberg table
-	field arrow.Field // the batch record's Arrow field (type, nullability)
+	field arrow.Field // the Arrow field written: the batch record's, or string for intervals
 	key   bool        // part of the primary key
+	// asText: the batch record's column is an interval, which Iceberg has no type for: it is
+	// written as its ISO 8601 text (batch.AppendInterval), as the Couchbase sink does.
+	asText bool
 }
 
 // layout is how one table's batch records map onto its Iceberg columns: the source columns in
@@ -55,7 +58,11 @@ func newLayout(spec sinks.TableSpec, rec *arrow.Schema) (layout, error) {
 			return layout{}, err
 		}
 		taken[c.Name] = true
-		l.cols = append(l.cols, outCol{src: c.Name, name: c.Name, field: f, key: c.Key})
+		text := f.Type.ID() == arrow.INTERVAL_MONTH_DAY_NANO
+		if text {
+			f.Type = arrow.BinaryTypes.String
+		}
+		l.cols = append(l.cols, outCol{src: c.Name, name: c.Name, field: f, key: c.Key, asText: text})
 		if c.Key {
 			nkeys++
 		}
