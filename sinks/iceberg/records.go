@@ -87,8 +87,8 @@ func project(ctx context.Context, rec arrow.RecordBatch, keep []bool, cols []out
 		}
 		fields[i] = f
 		col := rec.Column(rec.Schema().FieldIndices(c.src)[0])
-		if iv, ok := col.(*array.MonthDayNanoInterval); ok && c.asText {
-			arrs[i] = intervalsAsText(iv)
+		if c.asText {
+			arrs[i] = intervalColumnAsText(col, f.Type)
 		} else {
 			arrs[i] = retype(col, f.Type)
 		}
@@ -216,4 +216,22 @@ func intervalsAsText(arr *array.MonthDayNanoInterval) arrow.Array {
 		b.Append(string(buf))
 	}
 	return b.NewArray()
+}
+
+// intervalColumnAsText returns an interval column, or a list of intervals column, as its text
+// under dt (string, or a list of strings with the list's own offsets and NULLs). The caller
+// releases it.
+func intervalColumnAsText(col arrow.Array, dt arrow.DataType) arrow.Array {
+	switch c := col.(type) {
+	case *array.MonthDayNanoInterval:
+		return intervalsAsText(c)
+	case *array.List:
+		elems := intervalsAsText(c.ListValues().(*array.MonthDayNanoInterval))
+		defer elems.Release()
+		d := c.Data()
+		nd := array.NewData(dt, d.Len(), d.Buffers(), []arrow.ArrayData{elems.Data()}, d.NullN(), d.Offset())
+		defer nd.Release()
+		return array.MakeFromData(nd)
+	}
+	panic(fmt.Sprintf("intervalColumnAsText: %s is no interval column", col.DataType()))
 }

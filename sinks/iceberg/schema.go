@@ -23,8 +23,9 @@ type outCol struct {
 	name  string      // column name in the Iceberg table
 	field arrow.Field // the Arrow field written: the batch record's, or string for intervals
 	key   bool        // part of the primary key
-	// asText: the batch record's column is an interval, which Iceberg has no type for: it is
-	// written as its ISO 8601 text (batch.AppendInterval), as the Couchbase sink does.
+	// asText: the batch record's column is an interval (or a list of them), which Iceberg has
+	// no type for: it is written as ISO 8601 text (batch.AppendInterval), as the Couchbase sink
+	// does.
 	asText bool
 }
 
@@ -58,9 +59,16 @@ func newLayout(spec sinks.TableSpec, rec *arrow.Schema) (layout, error) {
 			return layout{}, err
 		}
 		taken[c.Name] = true
-		text := f.Type.ID() == arrow.INTERVAL_MONTH_DAY_NANO
-		if text {
-			f.Type = arrow.BinaryTypes.String
+		text := false
+		switch t := f.Type.(type) {
+		case *arrow.MonthDayNanoIntervalType:
+			f.Type, text = arrow.BinaryTypes.String, true
+		case *arrow.ListType:
+			if t.Elem().ID() == arrow.INTERVAL_MONTH_DAY_NANO {
+				elem := t.ElemField()
+				elem.Type = arrow.BinaryTypes.String
+				f.Type, text = arrow.ListOfField(elem), true
+			}
 		}
 		l.cols = append(l.cols, outCol{src: c.Name, name: c.Name, field: f, key: c.Key, asText: text})
 		if c.Key {

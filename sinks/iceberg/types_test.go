@@ -38,6 +38,7 @@ func TestAllTypes(t *testing.T) {
 		{batch.Column{Name: "c_texts", TypeOID: 1009, TypeName: "text[]"}, `{a,"b c"}`},
 		// Iceberg has no interval type: its ISO 8601 text, each component with its own sign.
 		{batch.Column{Name: "c_interval", TypeOID: 1186, TypeName: "interval"}, "1 year 2 mons -3 days +04:05:06.5"},
+		{batch.Column{Name: "c_intervals", TypeOID: 1187, TypeName: "interval[]"}, `{"00:00:01",NULL,"-1 days"}`},
 	}
 	spec := sinks.TableSpec{Target: "raw.all_types", Schema: batch.Schema{Table: batch.TableName{Schema: "shop", Name: "all_types"}}}
 	for _, c := range cols {
@@ -76,7 +77,7 @@ func TestAllTypes(t *testing.T) {
 		}
 	}
 	tbl := h.table()
-	got, err := tbl.Scan(table.WithSelectedFields("k_text", "c_num", "c_int2", "c_date", "c_texts", "c_interval")).ToArrowTable(t.Context())
+	got, err := tbl.Scan(table.WithSelectedFields("k_text", "c_num", "c_int2", "c_date", "c_texts", "c_interval", "c_intervals")).ToArrowTable(t.Context())
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -94,7 +95,7 @@ func TestAllTypes(t *testing.T) {
 		t.Errorf("visible keys %v, want b, d and e", keys)
 	}
 	for name, want := range map[string]string{"c_num": "-1234567.891", "c_int2": "-12", "c_date": "1967-02-28", "c_texts": `["a","b c"]`,
-		"c_interval": "P1Y2M-3DT4H5M6.5S"} {
+		"c_interval": "P1Y2M-3DT4H5M6.5S", "c_intervals": `["PT1S",null,"P-1D"]`} {
 		idx := got.Schema().FieldIndices(name)
 		if len(idx) != 1 {
 			t.Errorf("scan lacks %s", name)
