@@ -66,7 +66,7 @@ func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 		{activity: "NextBatches", pass: 1, env: []string{"SLUICE_BATCH_MAX_ROWS=1"},
 			pace: time.Second, drive: overflowWindow, dest: clickhouseDestination},
 		{activity: "SetupSource", pass: 1},
-		{activity: "EnsureTableWorkflows", pass: 1},
+		{activity: "EnsureConfiguredTables", pass: 1},
 		{activity: "EnsureTable", pass: 1},
 		{activity: "LoadTable", pass: 1},
 		// The second TableSchema is the backfill's (the first reads the columns at the run's start).
