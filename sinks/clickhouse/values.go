@@ -3,7 +3,6 @@ package clickhouse
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // rangeError reports a value the target column cannot hold. It is never clamped.
@@ -259,47 +260,5 @@ func appendFraction(b []byte, frac int64) []byte {
 	return append(append(b, '.'), f...)
 }
 
-// formatInterval prints an interval as ISO 8601 (P1Y2M3DT4H5M6.5S), keeping Postgres' three
-// fields apart: months (as years and months), days, and the time part. Each part carries its
-// own sign. The zero interval is PT0S.
-func formatInterval(v arrow.MonthDayNanoInterval) string {
-	b := []byte{'P'}
-	if y, m := v.Months/12, v.Months%12; y != 0 || m != 0 {
-		if y != 0 {
-			b = append(strconv.AppendInt(b, int64(y), 10), 'Y')
-		}
-		if m != 0 {
-			b = append(strconv.AppendInt(b, int64(m), 10), 'M')
-		}
-	}
-	if v.Days != 0 {
-		b = append(strconv.AppendInt(b, int64(v.Days), 10), 'D')
-	}
-	us := v.Nanoseconds / 1000
-	if us != 0 || len(b) == 1 {
-		b = append(b, 'T')
-		neg := us < 0
-		if neg {
-			us = -us
-		}
-		sign := func() {
-			if neg {
-				b = append(b, '-')
-			}
-		}
-		h, m, s, frac := us/3600e6, us/60e6%60, us/1e6%60, us%1e6
-		if h != 0 {
-			sign()
-			b = append(strconv.AppendInt(b, h, 10), 'H')
-		}
-		if m != 0 {
-			sign()
-			b = append(strconv.AppendInt(b, m, 10), 'M')
-		}
-		if s != 0 || frac != 0 || (h == 0 && m == 0) {
-			sign()
-			b = append(appendFraction(strconv.AppendInt(b, s, 10), frac), 'S')
-		}
-	}
-	return string(b)
-}
+// formatInterval prints an interval as ISO 8601 (P1Y2M3DT4H5M6.5S; batch.AppendInterval).
+func formatInterval(v arrow.MonthDayNanoInterval) string { return string(batch.AppendInterval(nil, v)) }
