@@ -55,14 +55,11 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pg, err := stack.Ensure(ctx, devstack.ServicePostgres)
+	infos, err := stack.EnsureEach(ctx, devstack.ServicePostgres, devstack.ServiceTemporal)
 	if err != nil {
 		return err
 	}
-	temporal, err := stack.Ensure(ctx, devstack.ServiceTemporal)
-	if err != nil {
-		return err
-	}
+	pg, temporal := infos[0], infos[1]
 	root := filepath.Dir(stack.Dir)
 	if err := os.Chdir(root); err != nil {
 		return err

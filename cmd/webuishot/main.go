@@ -64,14 +64,11 @@ func run(ctx context.Context, out, browser string) error {
 	if err != nil {
 		return err
 	}
-	pg, err := stack.Ensure(ctx, devstack.ServicePostgres)
+	infos, err := stack.EnsureEach(ctx, devstack.ServicePostgres, devstack.ServiceTemporal)
 	if err != nil {
 		return err
 	}
-	temporal, err := stack.Ensure(ctx, devstack.ServiceTemporal)
-	if err != nil {
-		return err
-	}
+	pg, temporal := infos[0], infos[1]
 	ui := temporal.Extra["ui"]
 	dir, err := os.MkdirTemp("", "sluice-webuishot-")
 	if err != nil {

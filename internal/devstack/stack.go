@@ -115,6 +115,19 @@ func DefaultCache() string {
 	return filepath.Join(home, ".cache", "sluice")
 }
 
+// EnsureEach ensures each of services (Ensure), in order, and returns their Infos in that order.
+func (s *Stack) EnsureEach(ctx context.Context, services ...string) ([]Info, error) {
+	infos := make([]Info, len(services))
+	for i, name := range services {
+		info, err := s.Ensure(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		infos[i] = info
+	}
+	return infos, nil
+}
+
 // Ensure starts the named service unless it is already running and ready, and returns its info.
 // It is safe to call from several processes at once.
 func (s *Stack) Ensure(ctx context.Context, service string) (Info, error) {
