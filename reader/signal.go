@@ -65,11 +65,7 @@ func (r *run) signal(ctx context.Context, t *table) error {
 	}
 	refs := t.unsignalled
 	if err := r.deps.Tables.SignalBatches(ctx, t.schema, refs); err != nil {
-		what := "batch " + refs[0].Range()
-		if len(refs) > 1 {
-			what = fmt.Sprintf("%d batches %s..%s", len(refs), refs[0].Lo.Position, refs[len(refs)-1].Hi.Position)
-		}
-		return fmt.Errorf("signalling table %s of %s: %w", t.schema.Table, what, err)
+		return fmt.Errorf("signalling table %s of %s: %w", t.schema.Table, staging.DescribeRefs(refs), err)
 	}
 	r.result.Signals++
 	t.unsignalled = nil // the signal's slice may still be referenced by the sender

@@ -29,6 +29,15 @@ func (r BatchRef) Range() string {
 	return fmt.Sprintf("%s..%s", r.Lo.Position, r.Hi.Position)
 }
 
+// DescribeRefs names consecutive refs in an error: "batch lo..hi" for one, "N batches lo..hi"
+// (the first lo to the last hi) for several. refs must not be empty.
+func DescribeRefs(refs []BatchRef) string {
+	if len(refs) == 1 {
+		return "batch " + refs[0].Range()
+	}
+	return fmt.Sprintf("%d batches %s..%s", len(refs), refs[0].Lo.Position, refs[len(refs)-1].Hi.Position)
+}
+
 // String formats the ref as pipeline/table[lo..hi], with the source when it is set.
 func (r BatchRef) String() string {
 	return fmt.Sprintf("%s/%s[%s]", r.Pipeline, r.Table, r.Range())

@@ -85,7 +85,7 @@ func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig,
 	if len(refs) == 0 {
 		return nil
 	}
-	what := refsRange(refs)
+	what := staging.DescribeRefs(refs)
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
 	err := t.Client.SignalWorkflow(ctx, opts.ID, "", SignalBatches, refs)
 	var notFound *serviceerror.NotFound
@@ -102,14 +102,6 @@ func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig,
 		return fmt.Errorf("signalling %s to workflow %s: %w", what, opts.ID, err)
 	}
 	return nil
-}
-
-// refsRange names signalled refs in an error: "batch lo..hi" or "N batches lo..hi".
-func refsRange(refs []staging.BatchRef) string {
-	if len(refs) == 1 {
-		return "batch " + refs[0].Range()
-	}
-	return fmt.Sprintf("%d batches %s..%s", len(refs), refs[0].Lo.Position, refs[len(refs)-1].Hi.Position)
 }
 
 // Resume sends resume to the table's workflow with signal-with-start: a paused run resumes; a
