@@ -84,7 +84,10 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 		}
 		next.IndexChunks += n
 	}
-	if err := s.writeDocs(ctx, t, ops); err != nil {
+	if s.afterGuard != nil {
+		s.afterGuard(ctx)
+	}
+	if err := s.writeDocs(ctx, t, ops, batchSource(b)); err != nil {
 		return err
 	}
 	retire := b.Phase == batch.PhaseStream && !cp.Streaming
@@ -104,6 +107,15 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 		s.retireIndex(ctx, t)
 	}
 	return nil
+}
+
+// batchSource is the source of b's rows as fences record it: empty for a snapshot chunk, whose
+// batch carries no position.
+func batchSource(b sinks.Batch) string {
+	if b.Hi.Position.IsZero() {
+		return ""
+	}
+	return b.Hi.Source.String()
 }
 
 // guard applies the watermark rule (batch.Covered) to b and the checkpoint cp: done when the

@@ -29,10 +29,15 @@ type Sink struct {
 	cluster    *gocb.Cluster
 	bucket     *gocb.Bucket
 	durability gocb.DurabilityLevel
+	// revive says the server revives a tombstone by compare-and-swap (see reviveSpecs).
+	revive bool
 	log        *slog.Logger
 	now        func() time.Time
 	// metaSeen holds the scopes whose metadata collection is known to exist (scope name -> true).
 	metaSeen sync.Map
+	// afterGuard, when set (by tests only), runs in Apply after the checkpoint was read and the
+	// guard passed, before the documents are written: where a stale attempt is overtaken.
+	afterGuard func(context.Context)
 }
 
 var _ sinks.Sink = (*Sink)(nil)
@@ -69,7 +74,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sink{cfg: cfg, cluster: cluster, bucket: bucket, durability: durability,
+	return &Sink{cfg: cfg, cluster: cluster, bucket: bucket, durability: durability, revive: reviveSupported(bucket),
 		log: log.With("sink", "couchbase"), now: now}, nil
 }
 
