@@ -84,6 +84,15 @@ const (
 	stepRevive                  // a tombstone: bring it back with body and fence (CAS)
 )
 
+// String names the step for test failures.
+func (s step) String() string {
+	names := [...]string{"skip", "insert", "tombstone", "replace", "remove", "mark-deleted", "revive"}
+	if int(s) < len(names) {
+		return names[s]
+	}
+	return "step(" + strconv.Itoa(int(s)) + ")"
+}
+
 // decide is the fence rule for writing op (body nil: a delete) at pos over st.
 func decide(st docState, upsert bool, pos batch.Position, src string) (step, error) {
 	if st.fenced {
