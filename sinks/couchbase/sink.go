@@ -35,6 +35,8 @@ type Sink struct {
 	now        func() time.Time
 	// metaSeen holds the scopes whose metadata collection is known to exist (scope name -> true).
 	metaSeen sync.Map
+	// revive says the server revives a tombstone by compare-and-swap (see reviveSpecs).
+	revive bool
 	// afterGuard, when set (by tests only), runs in Apply after the checkpoint was read and the
 	// guard passed, before the documents are written: where a stale attempt is overtaken.
 	afterGuard func(context.Context)
