@@ -29,8 +29,6 @@ type Sink struct {
 	cluster    *gocb.Cluster
 	bucket     *gocb.Bucket
 	durability gocb.DurabilityLevel
-	// revive says the server revives a tombstone by compare-and-swap (see reviveSpecs).
-	revive bool
 	log        *slog.Logger
 	now        func() time.Time
 	// metaSeen holds the scopes whose metadata collection is known to exist (scope name -> true).
