@@ -14,11 +14,13 @@ import (
 const maxDocSize = 20 << 20
 
 // docOp is the write of one document: an upsert of body, or a remove when body is nil, by the
-// row at pos (its __pos).
+// row at pos (its __pos). fresh says the row is an insert or a snapshot read, whose key is most
+// likely absent from the target.
 type docOp struct {
-	key  string
-	body []byte
-	pos  batch.Position
+	key   string
+	body  []byte
+	pos   batch.Position
+	fresh bool
 }
 
 // field is one member of the document body: a JSON name and the record column it comes from.
@@ -128,6 +130,10 @@ func (l layout) plan(rec arrow.RecordBatch) ([]docOp, error) {
 			return nil, sinks.Poisonf("table %s: row %d cannot be a Couchbase document: %w", l.table, i+1, err)
 		}
 		op := docOp{key: key, pos: positions[i]}
+		switch opCol.Value(i) {
+		case batch.OpInsert.String(), batch.OpSnapshot.String():
+			op.fresh = true
+		}
 		if opCol.Value(i) != batch.OpDelete.String() {
 			if body, err = l.body(body[:0], rec, i); err != nil {
 				return nil, sinks.Poisonf("table %s: document %q: %w", l.table, shorten(key), err)

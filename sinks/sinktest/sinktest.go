@@ -351,8 +351,10 @@ func testStaleAttempt(t *testing.T, ctx context.Context, s sinks.Sink, spec sink
 	const j, k, k2, l = 1, 2, 3, 4
 	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x1000, Seq: 2},
 		Upsert(j, "j0", 10, 0x1000, 1), Upsert(k2, "k2-0", 30, 0x1000, 2)))
+	insertK := Upsert(k, "k-n", 20, 0x2000, 1)
+	insertK.Op = batch.OpInsert
 	n := Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x2000, Seq: 4},
-		Upsert(k, "k-n", 20, 0x2000, 1), Upsert(j, "j-n", 11, 0x2000, 2), Upsert(k2, "k2-n", 31, 0x2000, 3),
+		insertK, Upsert(j, "j-n", 11, 0x2000, 2), Upsert(k2, "k2-n", 31, 0x2000, 3),
 		Upsert(l, "l-n", 40, 0x2000, 4))
 	next := Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x3000, Seq: 3},
 		Delete(k, 0x3000, 1), Upsert(j, "j-n1", 12, 0x3000, 2), Delete(k2, 0x3000, 3))
