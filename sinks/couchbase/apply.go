@@ -98,6 +98,9 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 		hi := b.Hi
 		next.Position, next.Phase = &hi, string(b.Phase)
 	}
+	if s.beforeCheckpoint != nil {
+		s.beforeCheckpoint(ctx)
+	}
 	if _, err := s.writeCheckpoint(ctx, t, cp, next); err != nil {
 		return err
 	}

@@ -38,6 +38,9 @@ type Sink struct {
 	// afterGuard, when set (by tests only), runs in Apply after the checkpoint was read and the
 	// guard passed, before the documents are written: where a stale attempt is overtaken.
 	afterGuard func(context.Context)
+	// beforeCheckpoint, when set (by tests only), runs in Apply after every document was written,
+	// before the checkpoint: where a crash leaves the documents ahead of the position.
+	beforeCheckpoint func(context.Context)
 }
 
 var _ sinks.Sink = (*Sink)(nil)
