@@ -53,8 +53,9 @@ type Batch struct {
 //     rows.
 //   - Couchbase: documents are written before the checkpoint, which is written by compare-and-
 //     swap; the guard decides from the checkpoint read for that swap, and also trims a partly
-//     covered batch (batch.DropCovered), since documents carry no version that could reject an
-//     older write.
+//     covered batch (batch.DropCovered). Each document (and each deleted key's tombstone) also
+//     carries its row's position and is written by compare-and-swap only over an older one, so
+//     an attempt overtaken after its guard cannot write an older image either.
 //
 // A sink whose commit rejects a stale write by itself needs none.
 type Sink interface {

@@ -58,6 +58,9 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if rec.NumRows() == 0 && !marker {
 		return nil
 	}
+	if s.afterGuard != nil {
+		s.afterGuard(ctx)
+	}
 	start := time.Now()
 	cols, err := l.converter(rec, b.Hi, marker)
 	if err != nil {

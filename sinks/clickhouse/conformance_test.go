@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,10 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			return out
+		},
+		Overtake: func(t *testing.T, s sinks.Sink, overtaken func(context.Context)) {
+			var once sync.Once
+			s.(*Sink).afterGuard = func(ctx context.Context) { once.Do(func() { overtaken(ctx) }) }
 		},
 	})
 }

@@ -26,6 +26,10 @@ type Sink struct {
 
 	mu     sync.Mutex
 	tables map[string]bool // database.table -> layout of an existing table (true: modern)
+
+	// afterGuard, when set by a test, runs in Apply after the guard read the position and
+	// before the insert: where a stale attempt is overtaken.
+	afterGuard func(context.Context)
 }
 
 var _ sinks.Sink = (*Sink)(nil)

@@ -84,7 +84,10 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 		}
 		next.IndexChunks += n
 	}
-	if err := s.writeDocs(ctx, t, ops); err != nil {
+	if s.afterGuard != nil {
+		s.afterGuard(ctx)
+	}
+	if err := s.writeDocs(ctx, t, ops, batchSource(b)); err != nil {
 		return err
 	}
 	retire := b.Phase == batch.PhaseStream && !cp.Streaming
@@ -95,6 +98,9 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 		hi := b.Hi
 		next.Position, next.Phase = &hi, string(b.Phase)
 	}
+	if s.beforeCheckpoint != nil {
+		s.beforeCheckpoint(ctx)
+	}
 	if _, err := s.writeCheckpoint(ctx, t, cp, next); err != nil {
 		return err
 	}
@@ -104,6 +110,15 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 		s.retireIndex(ctx, t)
 	}
 	return nil
+}
+
+// batchSource is the source of b's rows as fences record it: empty for a snapshot chunk, whose
+// batch carries no position.
+func batchSource(b sinks.Batch) string {
+	if b.Hi.Position.IsZero() {
+		return ""
+	}
+	return b.Hi.Source.String()
 }
 
 // guard applies the watermark rule (batch.Covered) to b and the checkpoint cp: done when the

@@ -1,8 +1,10 @@
 package couchbase
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/couchbase/gocb/v2"
@@ -45,6 +47,10 @@ func TestConformance(t *testing.T) {
 				out[id] = sinktest.Row{Name: doc.Name, Qty: int32(doc.Qty)}
 			}
 			return out
+		},
+		Overtake: func(t *testing.T, s sinks.Sink, overtaken func(context.Context)) {
+			var once sync.Once
+			s.(*Sink).afterGuard = func(ctx context.Context) { once.Do(func() { overtaken(ctx) }) }
 		},
 	})
 }

@@ -2,7 +2,9 @@ package couchbase
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,12 +22,15 @@ import (
 // crashEnv carries the helper's parameters (JSON crashParams) to the re-executed test binary.
 const crashEnv = "SLUICE_COUCHBASE_CRASH_HELPER"
 
-// crashParams says which batch the helper applies.
+// crashParams says which batch the helper applies, and where it dies: while it writes the
+// documents (the parent kills it), or with BeforeCheckpoint by its own SIGKILL once every
+// document is written and before the checkpoint is.
 type crashParams struct {
-	Config Config      `json:"config"`
-	Target string      `json:"target"`
-	Phase  batch.Phase `json:"phase"`
-	Rows   int         `json:"rows"`
+	Config           Config      `json:"config"`
+	Target           string      `json:"target"`
+	Phase            batch.Phase `json:"phase"`
+	Rows             int         `json:"rows"`
+	BeforeCheckpoint bool        `json:"before_checkpoint"`
 }
 
 // crashBatches returns the batch committed before the crash (keys 1..n) and the batch the helper
@@ -69,25 +74,53 @@ func crashBatches(t testing.TB, p crashParams) (before, crash sinks.Batch, want 
 // applies the same batch again (as CommitBatch's retry does) and checks that the target converges
 // to the source: nothing lost, nothing resurrected, and the checkpoint never ran ahead of the
 // documents. In the snapshot phase the partial batch is discarded instead, leaving nothing.
+//
+// The before-checkpoint case dies at the one point between the documents and the position: there
+// the test asserts, with no process alive, that the position is the previous batch's and every
+// document already holds the killed batch's image (the target ahead of its position, which
+// docs/guarantees.md allows for Couchbase, never behind it).
 func TestKilledMidBatch(t *testing.T) {
 	if raw := os.Getenv(crashEnv); raw != "" {
 		crashHelper(t, raw)
 		return
 	}
-	for _, phase := range []batch.Phase{batch.PhaseStream, batch.PhaseSnapshot} {
-		t.Run(string(phase), func(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		phase            batch.Phase
+		beforeCheckpoint bool
+	}{
+		{"stream", batch.PhaseStream, false},
+		{"snapshot", batch.PhaseSnapshot, false},
+		{"stream/before-checkpoint", batch.PhaseStream, true},
+	} {
+		phase := tc.phase
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
-			p := crashParams{Config: testConfig(t), Target: h.spec.Target, Phase: phase, Rows: 10000}
+			p := crashParams{Config: testConfig(t), Target: h.spec.Target, Phase: phase, Rows: 10000,
+				BeforeCheckpoint: tc.beforeCheckpoint}
+			if tc.beforeCheckpoint {
+				p.Rows = 2000
+			}
 			before, crash, want, universe := crashBatches(t, p)
 			if err := h.sink.Apply(t.Context(), before); err != nil {
 				t.Fatalf("Apply before the crash: %v", err)
 			}
-			killDuringApply(t, h, p, crash)
+			if tc.beforeCheckpoint {
+				waitForSelfKill(t, p)
+			} else {
+				killDuringApply(t, h, p, crash)
+			}
 
 			pos, ok := h.position()
 			if !ok || pos != before.Hi {
 				t.Fatalf("after the kill Position = %v, %v; want %s: the checkpoint ran ahead of the documents", pos, ok, before.Hi)
+			}
+			if tc.beforeCheckpoint {
+				if d := h.diff(want, universe); d != "" {
+					t.Fatalf("killed after the documents and before the checkpoint, the documents are not the "+
+						"killed batch's:\n%.2000s", d)
+				}
 			}
 			if phase == batch.PhaseSnapshot {
 				if err := h.sink.DiscardSnapshot(t.Context(), h.spec); err != nil {
@@ -178,6 +211,21 @@ func killDuringApply(t *testing.T, h *harness, p crashParams, crash sinks.Batch)
 	t.Logf("killed the helper after %d of the batch's %d inserts and deletes were written", visible, total)
 }
 
+// waitForSelfKill runs the helper armed to SIGKILL itself just before its checkpoint write, and
+// checks that it died that way.
+func waitForSelfKill(t *testing.T, p crashParams) {
+	t.Helper()
+	raw, _ := json.Marshal(p)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledMidBatch$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+string(raw))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the helper was to kill itself before its checkpoint; it ended with %v, output:\n%s", err, out)
+	}
+}
+
 // crashHelper is the process that gets killed: it applies the crash batch and says when it starts.
 func crashHelper(t *testing.T, raw string) {
 	var p crashParams
@@ -185,6 +233,9 @@ func crashHelper(t *testing.T, raw string) {
 		t.Fatalf("helper parameters: %v", err)
 	}
 	s := openSink(t, p.Config)
+	if p.BeforeCheckpoint {
+		s.beforeCheckpoint = func(context.Context) { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	}
 	_, crash, _, _ := crashBatches(t, p)
 	fmt.Println("applying")
 	if err := s.Apply(t.Context(), crash); err != nil {

@@ -34,43 +34,82 @@
 //	arrays                       JSON arrays of the above
 //
 // Fractions of seconds have at most 6 digits, trailing zeros removed. A body over 20 MiB is
-// poison. Inserts, updates and snapshot rows are upserts; deletes are Remove, and removing a
-// missing document is success.
+// poison. Inserts, updates and snapshot rows replace the document's body; deletes remove the
+// document, and removing a missing document is success. Each write goes through the position
+// fence below.
+//
+// # The position fence
+//
+// Every document the sink writes carries, in the system extended attribute _sluice, the source
+// position of the row that wrote it ({"pos":"0/16B3748:12","src":"<system id>/<timeline>/<slot>",
+// "w":{"t<random>":0}}; src is absent for snapshot chunks, whose batches carry no source). A delete
+// does not drop that record: it deletes the document and sets the attribute in one mutation, and
+// Couchbase keeps system attributes on the tombstone; deleting a key that has no document creates
+// a tombstone carrying it. Applications reading the documents do not see the attribute (a system
+// xattr is returned only when asked for by name).
+//
+// Each row is written by compare-and-swap on that record: read the document's attribute and CAS,
+// tombstones included (LookupIn with AccessDeleted); write nothing when the stored position is
+// after the row's (from the same source, or unknown); else write the body and the new record in
+// one mutation conditioned on that CAS: replace a live document, delete it, move a tombstone's
+// record, revive a tombstone, or insert where there is nothing. A write that loses the race (CAS
+// mismatch, a document or tombstone that appeared) reads again and decides again (at most 16
+// rounds, then a transient error). So a row is only ever written over an older image of its key
+// or none: no attempt, however stale, writes an older image over a newer one or re-creates a
+// document a later delete removed. An insert or snapshot row tries the insert first, without
+// reading (one round trip for a new key; it fails like a lost race where anything is stored).
+//
+// Reviving a tombstone needs ReviveDocument (Couchbase Server 7.1 and later), which is a CAS on
+// the tombstone. A server without it (gocaves, which the tests use) ignores the CAS of a body write
+// on a tombstone and revives one only through an insert; there the mutation removes the random
+// write tag (w) it read in the tombstone's record, which fails if any write came in between: the
+// same compare-and-swap by other means. The sink asks the bucket's capabilities at start.
+//
+// What the fence costs: a read before each update or delete (two round trips instead of one,
+// pipelined under Config.Concurrency), about 100 bytes of attribute per document, and one
+// tombstone per deleted key until the server purges it (the bucket's metadata purge interval,
+// 3 days by default). Once purged, the position of that delete is forgotten: an attempt stale by
+// more than the purge interval could insert the key again. Attempts stop when their heartbeat
+// times out (seconds to minutes), far inside it. On gocaves a batch of 1,000 new keys went from
+// about 6,000 to about 3,200 documents/s (see bench_test.go; the figures of one run of each,
+// alternated, on a loaded machine).
+//
+// A record of another source than the row's is overwritten: positions of two sources have no
+// order, and a target changes source only through DiscardSnapshot (which clears the records) or a
+// dropped collection, since the checkpoint refuses a batch of another source.
 //
 // # Checkpoint and atomicity
 //
 // Each target has a checkpoint document, checkpoint::<collection>, in the metadata collection of
 // its scope (Config.MetadataCollection, default sluice_meta), holding the committed position.
 // Apply does not use a Couchbase transaction. It writes the batch's documents (at most
-// Config.Concurrency operations in flight, each with Config.Durability), and only when every
-// write has succeeded replaces the checkpoint with the batch's Hi by compare-and-swap. A snapshot
-// chunk (zero Hi) writes its documents and leaves the position as it was, and a batch without
-// rows commits its Hi alone, so a target shows a position only once its snapshot is complete.
-// Why a crash between the documents and the checkpoint loses nothing and resurrects nothing:
+// Config.Concurrency in flight, each with Config.Durability), and only when every write has
+// succeeded replaces the checkpoint with the batch's Hi by compare-and-swap. A snapshot chunk
+// (zero Hi) writes its documents and leaves the position as it was, and a batch without rows
+// commits its Hi alone, so a target shows a position only once its snapshot is complete. Why a
+// crash between the documents and the checkpoint loses nothing and resurrects nothing:
 //
 //   - The checkpoint only ever names the Hi of a batch whose every document write was
 //     acknowledged (with majority durability, replicated), so it never covers a row that is not
 //     in the target. Nothing is lost.
 //   - After a crash the checkpoint still holds the previous batch's Hi. CommitBatch reads it,
 //     finds the crashed batch not covered and applies that same staged batch again in full.
-//     The batch holds one row per key, so its writes commute: upserting a document again with the
-//     same body and removing an already removed document are no-ops. Whatever subset the crashed
-//     attempt wrote, the replay leaves exactly the batch's final image of each of its keys, and
-//     keys outside the batch were never touched.
-//   - Batches commit one at a time in position order, and Apply itself skips a batch whose Hi the
-//     checkpoint covers and drops the rows of any batch at or below the checkpoint. A row older
-//     than the last committed batch is never written again, so an insert cannot be replayed over
-//     a later delete: nothing is resurrected.
+//     Rewriting a document at the same position writes the same image, and removing an already
+//     removed document is a no-op: the replay leaves exactly the batch's final image of each of
+//     its keys, and keys outside the batch were never touched.
+//   - No row is written over a newer one (the fence), so nothing is resurrected, whatever order
+//     attempts write in. Apply also skips a batch whose Hi the checkpoint covers and drops the
+//     rows of a batch at or below it, which saves the writes.
 //   - Between the crash and the replay a reader can see part of the crashed batch (newer values
-//     of some of its keys). The target is then ahead of its checkpoint, never behind it.
+//     of some of its keys). The target is then ahead of its checkpoint, never behind it. That is
+//     the one window left: documents are visible before the position that covers them, never an
+//     older image after a newer one.
 //
-// The argument needs the replay to be the same batch (the staged file the crashed attempt read),
-// which is how CommitBatch retries. A checkpoint write that loses a compare-and-swap race (two
-// workers committing one table) fails transiently, and the retry finds the batch covered. What
-// the compare-and-swap cannot undo is a stale attempt's document writes: a worker cut off from
-// Temporal that keeps writing batch N after another worker committed N+1 can put N's values back
-// on keys N+1 also changed, until those keys change again. Writes stop as soon as the attempt's
-// context is cancelled (heartbeat timeout), which bounds that window.
+// A checkpoint write that loses its compare-and-swap (two attempts committing one table) fails
+// transiently, and the retry finds the batch covered. A stale attempt overtaken between its read
+// of the checkpoint and its writes (a worker cut off from Temporal that writes batch N after
+// another worker committed N+1) writes only the keys N+1 did not change since, with N's images,
+// which the retry of N had already written; its checkpoint write then fails.
 //
 // EnsureTable creates missing collections. When the target collection itself was missing
 // (dropped while the pipeline ran), it removes the target's checkpoint, so the table is
@@ -80,8 +119,8 @@
 // an unstaging write (and a read before a replace or remove) plus transaction records, and the
 // unstaging after commit is not atomic for KV readers anyway. On gocaves a 1,000-insert
 // transaction ran at about 950 documents/s (2,800 with 16 concurrent operations in the attempt),
-// against about 8,500 for this scheme with majority durability. Plain durable writes with the
-// checkpoint last give the same guarantee on replay.
+// against about 8,500 for this scheme with majority durability before the fence. Fenced durable
+// writes with the checkpoint last give the same guarantee on replay and against stale attempts.
 //
 // # Discarding a partial snapshot
 //

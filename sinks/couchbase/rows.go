@@ -13,10 +13,14 @@ import (
 // maxDocSize is the largest document body Couchbase stores (20 MiB).
 const maxDocSize = 20 << 20
 
-// docOp is the write of one document: an upsert of body, or a remove when body is nil.
+// docOp is the write of one document: an upsert of body, or a remove when body is nil, by the
+// row at pos (its __pos). fresh says the row is an insert or a snapshot read, whose key is most
+// likely absent from the target.
 type docOp struct {
-	key  string
-	body []byte
+	key   string
+	body  []byte
+	pos   batch.Position
+	fresh bool
 }
 
 // field is one member of the document body: a JSON name and the record column it comes from.
@@ -113,6 +117,10 @@ func (l layout) plan(rec arrow.RecordBatch) ([]docOp, error) {
 	for _, k := range l.keys {
 		ke.cols = append(ke.cols, rec.Column(k))
 	}
+	positions, err := batch.RowPositions(rec)
+	if err != nil {
+		return nil, sinks.Poisonf("table %s: %w", l.table, err)
+	}
 	ops := make([]docOp, 0, n)
 	index := make(map[string]int, n)
 	var body []byte
@@ -121,7 +129,11 @@ func (l layout) plan(rec arrow.RecordBatch) ([]docOp, error) {
 		if err != nil {
 			return nil, sinks.Poisonf("table %s: row %d cannot be a Couchbase document: %w", l.table, i+1, err)
 		}
-		op := docOp{key: key}
+		op := docOp{key: key, pos: positions[i]}
+		switch opCol.Value(i) {
+		case batch.OpInsert.String(), batch.OpSnapshot.String():
+			op.fresh = true
+		}
 		if opCol.Value(i) != batch.OpDelete.String() {
 			if body, err = l.body(body[:0], rec, i); err != nil {
 				return nil, sinks.Poisonf("table %s: document %q: %w", l.table, shorten(key), err)

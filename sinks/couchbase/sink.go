@@ -33,6 +33,14 @@ type Sink struct {
 	now        func() time.Time
 	// metaSeen holds the scopes whose metadata collection is known to exist (scope name -> true).
 	metaSeen sync.Map
+	// revive says the server revives a tombstone by compare-and-swap (see reviveSpecs).
+	revive bool
+	// afterGuard, when set (by tests only), runs in Apply after the checkpoint was read and the
+	// guard passed, before the documents are written: where a stale attempt is overtaken.
+	afterGuard func(context.Context)
+	// beforeCheckpoint, when set (by tests only), runs in Apply after every document was written,
+	// before the checkpoint: where a crash leaves the documents ahead of the position.
+	beforeCheckpoint func(context.Context)
 }
 
 var _ sinks.Sink = (*Sink)(nil)
@@ -69,7 +77,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sink{cfg: cfg, cluster: cluster, bucket: bucket, durability: durability,
+	return &Sink{cfg: cfg, cluster: cluster, bucket: bucket, durability: durability, revive: reviveSupported(bucket),
 		log: log.With("sink", "couchbase"), now: now}, nil
 }
 

@@ -155,7 +155,7 @@ func TestDiscardSnapshot(t *testing.T) {
 	if _, err := h.sink.writeIndex(ctx, h.tgt, cp.IndexChunks, []string{"4", "5"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sink.writeDocs(ctx, h.tgt, ops); err != nil {
+	if err := h.sink.writeDocs(ctx, h.tgt, ops, ""); err != nil {
 		t.Fatal(err)
 	}
 

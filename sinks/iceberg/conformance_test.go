@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -47,6 +48,10 @@ func TestConformance(t *testing.T) {
 				out[id] = sinktest.Row{Name: r.Name, Qty: int32(r.Qty)}
 			}
 			return out
+		},
+		Overtake: func(t *testing.T, s sinks.Sink, overtaken func(context.Context)) {
+			var once sync.Once
+			s.(*Sink).beforeCommit = func(ctx context.Context) { once.Do(func() { overtaken(ctx) }) }
 		},
 	})
 }

@@ -39,6 +39,11 @@ type Harness struct {
 	// ids are every id the suite wrote to the target, for sinks that cannot list their rows (a
 	// key-value store); sinks that can scan should scan, to find rows nobody asked for.
 	Read func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, ids []int64) map[int64]Row
+	// Overtake makes s, a sink Open returned, call overtaken once in its next Apply, after it
+	// has read the committed position and passed its guard and before it writes: the place where
+	// a stale attempt (one that outlived its heartbeat timeout) is overtaken by the attempts that
+	// replaced it. Nil skips the stale-attempt test.
+	Overtake func(t *testing.T, s sinks.Sink, overtaken func(ctx context.Context))
 }
 
 // Source is the source identity the suite's positions carry.
@@ -124,6 +129,7 @@ func Run(t *testing.T, h Harness) {
 		{"discard removes a partial snapshot", testDiscard},
 		{"ensure table is idempotent", testEnsureTwice},
 		{"maintenance keeps rows and position", testMaintain},
+		{"a stale attempt writes nothing older", testStaleAttempt},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,4 +336,43 @@ func testMaintain(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.Ta
 	want[100] = Row{"after", 1}
 	wantRows(t, s, spec, want)
 	wantPosition(t, ctx, s, spec, hi, true)
+}
+
+// testStaleAttempt applies batch N through a second sink instance exactly as a stale attempt
+// would: it reads the position (before N) and passes its guard, then the attempts that replaced
+// it commit N and N+1, and only then does it write N. N+1 deletes K (which N inserts), deletes
+// K2 (which existed before N) and updates J (which N updates): K and K2 stay absent and J keeps
+// N+1's value, whatever the stale attempt's Apply returns; L, which only N writes, has N's image.
+func testStaleAttempt(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	c := s.(*checked)
+	if c.h.Overtake == nil {
+		t.Skip("the harness cannot pause a sink between its guard and its write")
+	}
+	const j, k, k2, l = 1, 2, 3, 4
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x1000, Seq: 2},
+		Upsert(j, "j0", 10, 0x1000, 1), Upsert(k2, "k2-0", 30, 0x1000, 2)))
+	insertK := Upsert(k, "k-n", 20, 0x2000, 1)
+	insertK.Op = batch.OpInsert
+	n := Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x2000, Seq: 4},
+		insertK, Upsert(j, "j-n", 11, 0x2000, 2), Upsert(k2, "k2-n", 31, 0x2000, 3),
+		Upsert(l, "l-n", 40, 0x2000, 4))
+	next := Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x3000, Seq: 3},
+		Delete(k, 0x3000, 1), Upsert(j, "j-n1", 12, 0x3000, 2), Delete(k2, 0x3000, 3))
+
+	raw := c.h.Open(t)
+	t.Cleanup(func() { _ = raw.Close(context.Background()) })
+	overtaken := false
+	c.h.Overtake(t, raw, func(ctx context.Context) {
+		overtaken = true
+		apply(t, ctx, s, n) // the retry that replaced the stale attempt
+		apply(t, ctx, s, next)
+	})
+	stale := &checked{Sink: raw, t: t, h: c.h, ids: c.ids}
+	err := stale.Apply(ctx, n)
+	if !overtaken {
+		t.Fatalf("the stale Apply (error %v) never reached the point where it is overtaken", err)
+	}
+	t.Logf("the stale attempt's Apply returned %v", err)
+	wantRows(t, s, spec, map[int64]Row{j: {"j-n1", 12}, l: {"l-n", 40}})
+	wantPosition(t, ctx, s, spec, next.Hi.Position, true)
 }
