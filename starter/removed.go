@@ -79,7 +79,8 @@ func findRemoved(ctx context.Context, a *app) ([]removedTable, error) {
 			if !ok || configured(a.cfg, t) {
 				continue
 			}
-			if found[t] == nil {
+			// A closed workflow of a table no longer published was forgotten (sluice remove).
+			if found[t] == nil && e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				found[t] = &removedTable{Table: t, InPublication: pub.Has(t) && !pub.AllTables}
 			}
 		}
@@ -166,11 +167,6 @@ func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, o
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(removed, func(r removedTable) bool { return r.Table == table })
-	if i < 0 {
-		return fmt.Errorf("table %s: pipeline %s has no trace of it (not in publication %s, no workflow): nothing to remove", table, a.cfg.Pipeline, sc.Publication)
-	}
-	r := removed[i]
 	store, err := staging.Open(ctx, a.cfg.Staging.URL, "", "")
 	if err != nil {
 		return fmt.Errorf("opening staging.url: %w", err)
@@ -179,6 +175,13 @@ func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, o
 	refs, err := store.List(ctx, a.cfg.Pipeline, table)
 	if err != nil {
 		return fmt.Errorf("listing the staged batches of table %s: %w", table, err)
+	}
+	r := removedTable{Table: table}
+	if i := slices.IndexFunc(removed, func(r removedTable) bool { return r.Table == table }); i >= 0 {
+		r = removed[i]
+	} else if len(refs) == 0 {
+		return fmt.Errorf("table %s: pipeline %s has no trace of it (not in publication %s, no running workflow, no staged batch): nothing to remove",
+			table, a.cfg.Pipeline, sc.Publication)
 	}
 	var held *readerHold
 	if rd, err := readerStatus(ctx, a); err == nil && rd.Progress != nil {
