@@ -14,6 +14,14 @@ import (
 // the config (`sluice start`), or change the workers' config and restart them.
 const ErrTypeNotConfigured = "NotConfigured"
 
+// ErrTypeTableRemoved: a table's own activity (a TableWorkflow's) names a table of the worker's
+// pipeline that its config no longer lists: the table was removed from tables[] and the workers
+// restarted with the new file. Never retried; the TableWorkflow ends cleanly (not failed), its
+// staged batches and its hold on the slot stay until `sluice remove --table`, and adding the
+// table back and running `sluice start` starts it again. The SourceWorkflow's activities refuse
+// such a table as NotConfigured.
+const ErrTypeTableRemoved = "TableRemoved"
+
 // Authority is the worker's config as the judge of activity inputs: the only pipeline, slot,
 // publication, sink and tables (source table and target) an input may name. Every activity
 // checks its input against it before it touches the source, staging or a sink. A nil
@@ -30,8 +38,14 @@ type Authority struct {
 }
 
 // CheckTable returns a non-retryable NotConfigured error unless t is one of the configured
-// tables of the worker's pipeline, with the configured target and sink.
+// tables of the worker's pipeline, with the configured target and sink; a table of the pipeline
+// that the config does not list is TableRemoved.
 func (a *Authority) CheckTable(t TableConfig) error {
+	return a.checkTable(t, ErrTypeTableRemoved)
+}
+
+// checkTable is CheckTable with the error type of a table the config does not list.
+func (a *Authority) checkTable(t TableConfig, unlisted string) error {
 	if err := a.checkPipeline(t.Pipeline); err != nil {
 		return err
 	}
@@ -46,6 +60,12 @@ func (a *Authority) CheckTable(t TableConfig) error {
 			return notConfigured("table %s asks for target %q; this worker's config writes it to %q", t.Table(), t.Spec.Target, c.Spec.Target)
 		}
 		return nil
+	}
+	if unlisted == ErrTypeTableRemoved {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"refused: table %s is not in this worker's config of pipeline %s (tables[]): it was removed from the config, so its workflow stops; "+
+				"its staged batches and its hold on the slot stay until `sluice remove --table %s`; to replicate it again, add it back to tables[] and run `sluice start`",
+			t.Table(), a.Pipeline, t.Table()), ErrTypeTableRemoved, nil)
 	}
 	return notConfigured("table %s is not in this worker's config of pipeline %s (tables[]); add it there, or start the pipeline from its config", t.Table(), a.Pipeline)
 }
@@ -64,11 +84,24 @@ func (a *Authority) CheckSource(pipeline, slot, publication string, tables []Tab
 		return notConfigured("pipeline %s asks for publication %q; this worker's config has publication %q (source.publication)", pipeline, publication, a.Publication)
 	}
 	for _, t := range tables {
-		if err := a.CheckTable(t); err != nil {
+		if err := a.checkTable(t, ErrTypeNotConfigured); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Lists reports whether the config lists table (tables[].source).
+func (a *Authority) Lists(table batch.TableName) bool {
+	if a == nil {
+		return false
+	}
+	for _, c := range a.Tables {
+		if c.Table() == table {
+			return true
+		}
+	}
+	return false
 }
 
 // checkPipeline refuses another pipeline than the worker's, and everything when a is nil.

@@ -92,3 +92,34 @@ func TestCommitBatchOfAnotherPipelineRefused(t *testing.T) {
 		t.Errorf("the sink got %d applies, want none", len(sink.applied))
 	}
 }
+
+// TestTableRemovedFromConfig: a table's own activity for a table of the pipeline that the config
+// no longer lists is TableRemoved (its workflow ends cleanly), while the same table in a
+// SourceWorkflow's input stays NotConfigured, and another target stays NotConfigured too.
+func TestTableRemovedFromConfig(t *testing.T) {
+	t.Parallel()
+	cfg := &Authority{Pipeline: "p1", Slot: "s1", Publication: "pub1", Sink: SinkRef{Name: "lake"}, Tables: []TableConfig{testTable}}
+	removed := testTable
+	removed.Spec.Schema.Table = batch.TableName{Schema: "public", Name: "gone"}
+	retargeted := testTable
+	retargeted.Spec.Target = "exfil.orders"
+	tests := []struct {
+		name   string
+		check  func() error
+		want   string
+		wantIn []string
+	}{
+		{"table activity, unlisted table", func() error { return cfg.CheckTable(removed) }, ErrTypeTableRemoved, []string{"public.gone", "sluice remove --table public.gone"}},
+		{"source activity, unlisted table", func() error { return cfg.CheckSource("p1", "", "", []TableConfig{removed}) }, ErrTypeNotConfigured, []string{"public.gone"}},
+		{"table activity, another target", func() error { return cfg.CheckTable(retargeted) }, ErrTypeNotConfigured, []string{`target "exfil.orders"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			checkErr(t, tt.check(), tt.want, tt.wantIn)
+		})
+	}
+	if !cfg.Lists(testTable.Table()) || cfg.Lists(removed.Table()) {
+		t.Errorf("Lists: want the configured table listed and the removed one not")
+	}
+}

@@ -62,6 +62,9 @@ type ReadStreamResult struct {
 	Confirmed batch.SourcePosition `json:"confirmed"` // the slot is confirmed up to here
 	Batches   int64                `json:"batches"`
 	Rows      int64                `json:"rows"`
+	// Held are the tables in the publication but not in the config whose changes hold the slot
+	// (removed from the config, waiting for `sluice remove`): `sluice status` shows them.
+	Held []reader.HeldTable `json:"held,omitempty"`
 }
 
 // ReadStream decodes pgoutput from the pipeline's slot, splits changes per table, cuts batches,
@@ -130,6 +133,10 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 			}
 			return s, nil
 		},
+		Published: func(ctx context.Context, table batch.TableName) (bool, error) {
+			pub, err := source.ReadPublished(ctx, cfg.DSN, cfg.Publication)
+			return pub.Has(table), err
+		},
 		Heartbeat: func(ctx context.Context, progress reader.Result) {
 			beat.record(ctx, readStreamResult(progress))
 		},
@@ -140,7 +147,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 
 // readStreamResult is the activity's form of a reader run's result.
 func readStreamResult(r reader.Result) ReadStreamResult {
-	return ReadStreamResult{Position: r.Position, Confirmed: r.Confirmed, Batches: r.Batches, Rows: r.Rows}
+	return ReadStreamResult{Position: r.Position, Confirmed: r.Confirmed, Batches: r.Batches, Rows: r.Rows, Held: slices.Clone(r.Held)}
 }
 
 // readerError gives an error of reader.Read its Temporal class: a SetupError or PoisonError

@@ -91,7 +91,7 @@ const ensureWorkflowsAtOnce = 16
 // tables done after each one.
 func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) error {
 	for _, t := range tables {
-		if err := a.Authority.CheckTable(t); err != nil {
+		if err := a.Authority.checkTable(t, ErrTypeNotConfigured); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 	case *source.ChangeEvent:
 		t, ok := r.tables[e.Table]
 		if !ok {
+			r.unlistedChange(e)
 			return nil
 		}
 		r.messages++
@@ -110,10 +111,14 @@ func (r *run) flush(ctx context.Context, t *table) error {
 // workflow commits the first batch that carries them. Columns added with a default resync the
 // table (their values in existing rows are not in the WAL).
 //
-// A renamed table (or changes under a name the pipeline does not know) stops the reader: its
-// changes would otherwise be skipped silently. The operator updates tables[].source and restarts.
+// A renamed table stops the reader: its changes would otherwise be skipped silently. The
+// operator updates tables[].source and restarts. A table of the publication that the run does
+// not read (removed from the config) holds the slot instead (unlistedTable).
 func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 	t, ok := r.tables[e.Table]
+	if !ok && !e.Renamed {
+		return r.unlistedTable(ctx, e)
+	}
 	if e.Renamed || !ok {
 		old := "a table the pipeline does not know"
 		if e.Old != nil {

@@ -96,6 +96,11 @@ type Deps struct {
 	// Metrics records what the run reads and what each table holds in staging; nil records
 	// nothing.
 	Metrics *metrics.Metrics
+	// Published reports whether a table is in the pipeline's publication now (not as of the
+	// WAL being decoded): it tells a table removed from the config, whose changes hold the slot,
+	// from one forgotten by `sluice remove`, whose changes are skipped. Nil counts every table
+	// as published.
+	Published func(ctx context.Context, table batch.TableName) (bool, error)
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -111,6 +116,9 @@ type Result struct {
 	// Signals is how many signals delivered the batches to their tables (several batches of a
 	// table staged close together share one).
 	Signals int64
+	// Held are the tables of the publication that the run does not read (removed from the
+	// config) whose changes it met: the slot is held at the first of them (see unlistedTable).
+	Held []HeldTable
 }
 
 // Read streams the pipeline's slot until cfg.RunFor passes (a clean end: nil), ctx ends or a
@@ -148,6 +156,9 @@ type run struct {
 	// messages and staged count changes received and bytes staged since the last tick, for the
 	// metrics (added there in one step, not per change).
 	messages, staged int64
+	// unlisted are the tables met in the stream that the run does not read, and whether each
+	// holds the slot (see unlistedTable).
+	unlisted map[batch.TableName]bool
 }
 
 // table is one table's buffer, collapser and record builder.

@@ -99,11 +99,14 @@ func inputCmd(a *app) *cobra.Command {
 func startCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "start",
-		Short: "Start the pipeline's SourceWorkflow (it starts one TableWorkflow per table)",
+		Short: "Start the pipeline's SourceWorkflow (it starts one TableWorkflow per table), or make a running one apply its workers' config",
 		Args:  cobra.NoArgs,
 		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
 			in := pipeline.SourceInput(a.cfg)
-			run, err := a.client.ExecuteWorkflow(cmd.Context(), client.StartWorkflowOptions{
+			running := sourceRunning(cmd.Context(), a)
+			// Signal-with-start: a running pipeline gets reconfigure, so its next run adds the
+			// tables the workers' config gained to the publication and starts them.
+			run, err := a.client.SignalWithStartWorkflow(cmd.Context(), workflows.SourceWorkflowID(a.cfg.Pipeline), workflows.SignalReconfigure, nil, client.StartWorkflowOptions{
 				ID:                       workflows.SourceWorkflowID(a.cfg.Pipeline),
 				TaskQueue:                a.cfg.Temporal.TaskQueue,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -118,14 +121,26 @@ func startCmd(a *app) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "pipeline %s running: workflow %s (run %s)\n", a.cfg.Pipeline, run.GetID(), run.GetRunID())
+			if running {
+				fmt.Fprintf(out, "  it was running: its reader restarts with the workers' config (restart the workers with this file first); tables added to it join the publication and backfill\n")
+			}
 			for _, t := range a.cfg.Tables {
 				name, _ := t.SourceName()
 				fmt.Fprintf(out, "  table %s -> %s: workflow %s\n", name, t.Target, workflows.TableWorkflowID(a.cfg.Pipeline, name))
+			}
+			if err := stopRemoved(cmd.Context(), a, out); err != nil {
+				fmt.Fprintf(out, "  could not look for tables removed from the config (`sluice status` lists them): %v\n", err)
 			}
 			fmt.Fprintf(out, "watch it with: sluice status --config %s --watch\n", a.configPath)
 			return nil
 		}),
 	}
+}
+
+// sourceRunning reports whether the pipeline's SourceWorkflow runs (false when it cannot tell).
+func sourceRunning(ctx context.Context, a *app) bool {
+	desc, err := a.client.DescribeWorkflowExecution(ctx, workflows.SourceWorkflowID(a.cfg.Pipeline), "")
+	return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }
 
 // selectTables returns the configured tables, or the one --table names.

@@ -13,6 +13,8 @@
 //	sluice resume --config pipeline.yaml [--table schema.table]
 //	sluice resync --config pipeline.yaml --table schema.table
 //	sluice stop   --config pipeline.yaml
+//	sluice remove --config pipeline.yaml --table schema.table --yes
+//	                                                forget a table removed from the config, release its hold on the slot
 //	sluice teardown --config pipeline.yaml --yes    stop, drop the slot and the publication
 //	sluice completion bash|zsh|fish|powershell      shell completion (no config needed)
 //	sluice --version                                module version and commit
@@ -85,6 +87,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "pipeline config file (YAML); see docs/config.md")
 	root.AddCommand(checkCmd(a), inputCmd(a), startCmd(a), statusCmd(a), pauseCmd(a), resumeCmd(a), resyncCmd(a), stopCmd(a), teardownCmd(a))
+	root.AddCommand(removeCmd(a))
 	root.AddCommand(setupTemporalCmd(a))
 	// --config is required by these commands, not by the ones cobra adds (completion, help),
 	// which a persistent required flag would break.

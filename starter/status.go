@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/workflows"
@@ -34,6 +35,11 @@ type tableRow struct {
 	HoldsBytes int64 `json:"holds_wal_bytes"`
 	// Failed: the table's latest run failed (or timed out); it stays stopped until resumed.
 	Failed bool `json:"failed"`
+	// Removed: the config no longer lists the table, which is still in the publication or has
+	// a workflow; its staged batches and its changes hold the slot until `sluice remove`.
+	// HeldSince is the commit time of its first change the reader holds the slot at.
+	Removed   bool      `json:"removed,omitempty"`
+	HeldSince time.Time `json:"held_since,omitzero"`
 }
 
 // statusReport is everything `sluice status` shows, and its --output json.
@@ -44,6 +50,8 @@ type statusReport struct {
 	// SlotError says why the slot could not be read (the source is unreachable).
 	SlotError string     `json:"slot_error,omitempty"`
 	Tables    []tableRow `json:"tables"`
+	// RemovedError says why the tables removed from the config could not be listed.
+	RemovedError string `json:"removed_error,omitempty"`
 	// Problems are what makes the status exit non-zero: a failed reader, a failed table, a lost
 	// slot.
 	Problems []string `json:"problems,omitempty"`
@@ -105,6 +113,9 @@ func buildReport(ctx context.Context, a *app) (statusReport, error) {
 	if rep.Tables, err = tableRows(ctx, a); err != nil {
 		return rep, err
 	}
+	if err := rep.addRemoved(ctx, a); err != nil {
+		return rep, err
+	}
 	rep.assess()
 	return rep, nil
 }
@@ -127,6 +138,9 @@ func (rep *statusReport) assess() {
 		r := &rep.Tables[i]
 		if rep.Slot != nil && r.Status.HasPosition && r.Status.QueueLength > 0 {
 			r.HoldsBytes = max(0, int64(rep.Slot.Current)-int64(r.Status.Position.Position.LSN))
+		}
+		if r.Removed {
+			rep.assessRemoved(r)
 		}
 		if r.Failed {
 			rep.Problems = append(rep.Problems, "table "+r.Table+" failed")
@@ -152,6 +166,11 @@ func tableRows(ctx context.Context, a *app) ([]tableRow, error) {
 
 func tableStatus(ctx context.Context, a *app, t config.Table) (tableRow, error) {
 	name, _ := t.SourceName()
+	return tableStatusOf(ctx, a, name)
+}
+
+// tableStatusOf is tableStatus of a table by its name.
+func tableStatusOf(ctx context.Context, a *app, name batch.TableName) (tableRow, error) {
 	id := workflows.TableWorkflowID(a.cfg.Pipeline, name)
 	row := tableRow{Table: name.String()}
 	desc, err := a.client.DescribeWorkflowExecution(ctx, id, "")
@@ -226,6 +245,9 @@ func printReport(w io.Writer, rep statusReport, wide bool) {
 	for _, p := range rep.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
+	if rep.RemovedError != "" {
+		fmt.Fprintf(w, "tables removed from the config: could not be listed: %s\n", errText(rep.RemovedError))
+	}
 }
 
 // holdsOf shows how much WAL the table makes the slot keep and, when its queue holds streamed
@@ -235,7 +257,9 @@ func holdsOf(r tableRow, now time.Time) string {
 		return "-"
 	}
 	s := bytesText(r.HoldsBytes)
-	if t := r.Status.OldestQueuedCommit; !t.IsZero() {
+	if t := r.Status.OldestQueuedCommit; !t.IsZero() && (r.HeldSince.IsZero() || t.Before(r.HeldSince)) {
+		s += " since " + age(now.Sub(t))
+	} else if t := r.HeldSince; !t.IsZero() {
 		s += " since " + age(now.Sub(t))
 	}
 	return s

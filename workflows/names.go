@@ -34,6 +34,11 @@ const (
 	SignalResume = "resume"
 	// SignalResync discards the table's target and position and backfills it again.
 	SignalResync = "resync"
+	// SignalReconfigure asks a SourceWorkflow to apply its workers' config now: it ends the
+	// reader's run and continues as new, whose setup adds the tables the config gained to the
+	// publication and starts their workflows, and whose reader reads the config's tables.
+	// `sluice start` sends it (signal-with-start).
+	SignalReconfigure = "reconfigure"
 )
 
 // QueryStatus returns a TableStatus (TableWorkflow) or a SourceStatus (SourceWorkflow).
@@ -64,6 +69,7 @@ const (
 	StatePaused   State = "paused"
 	StateFailed   State = "failed"
 	StateRunning  State = "running" // SourceWorkflow: the reader runs
+	StateRemoved  State = "removed" // the workers' config no longer lists the table (TableRemoved): its run ended; see `sluice remove`
 )
 
 // SourceWorkflowID is the ID of a pipeline's SourceWorkflow: sluice/<pipeline>/source.

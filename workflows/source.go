@@ -77,6 +77,10 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		return err
 	}
 	showSourceDetails(ctx, st)
+	// A reconfigure sent before this run set up is served by this run's setup.
+	reconfigure := workflow.GetSignalChannel(ctx, SignalReconfigure)
+	for reconfigure.ReceiveAsync(nil) {
+	}
 	setupIn := activities.SetupInput{Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Tables: in.Tables}
 	var setup activities.SetupResult
 	setupCtx := withSummary(actx, fmt.Sprintf("set up slot %s and publication %s", in.Slot, in.Publication))
@@ -115,15 +119,45 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 		HeartbeatTimeout: ShortHeartbeat,
 		RetryPolicy:      RetryForever(),
 		Summary:          fmt.Sprintf("read slot %s for %s", in.Slot, runFor),
+		// A reconfigure cancels the reader; the next run starts its reader once this one has
+		// stopped streaming from the slot (a slot takes one reader at a time).
+		WaitForCancellation: true,
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,
 		Tables: setup.Tables, SlotSince: setup.SlotSince, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
 	}
-	if err := workflow.ExecuteActivity(rctx, readerActs.ReadStream, readIn).Get(ctx, &st.LastRead); err != nil {
+	if err := readUntilReconfigured(ctx, rctx, reconfigure, readIn, &st.LastRead); err != nil {
 		return failed(err)
 	}
 	next := in
 	next.Runs++
 	return workflow.NewContinueAsNewError(ctx, SourceWorkflowType, next)
+}
+
+// readUntilReconfigured runs the reader until its run ends or a reconfigure signal arrives;
+// then it cancels the reader and waits for it to let go of the slot, so that the run continued
+// as new sets up and reads with the workers' current config (ReadStream takes its tables from
+// it at start). A reader cancelled this way is no failure.
+func readUntilReconfigured(ctx, rctx workflow.Context, reconfigure workflow.ReceiveChannel, in activities.ReadStreamInput, out *activities.ReadStreamResult) error {
+	rctx, cancel := workflow.WithCancel(rctx)
+	defer cancel()
+	read := workflow.ExecuteActivity(rctx, readerActs.ReadStream, in)
+	reconfigured := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(read, func(workflow.Future) {})
+	sel.AddReceive(reconfigure, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		reconfigured = true
+	})
+	sel.Select(ctx)
+	if !reconfigured {
+		return read.Get(ctx, out)
+	}
+	workflow.GetLogger(ctx).Info("reconfigure: ending the reader's run to read with the workers' current config", "pipeline", in.Pipeline)
+	cancel()
+	_ = read.Get(ctx, out) // cancelled (or ended meanwhile): the next run reads on from the slot
+	for reconfigure.ReceiveAsync(nil) {
+	}
+	return nil
 }

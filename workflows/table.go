@@ -287,8 +287,16 @@ func (t *table) next() TableInput {
 // fail records err and turns it into the run's failure. Non-retryable activity failures
 // (PoisonBatch, SourceMismatch, ...) fail the workflow with the same type and message, not
 // retried, so the table stops until the operator acts; anything else fails the run retryably.
+//
+// TableRemoved (the workers' config no longer lists the table) is no failure: the run ends
+// cleanly in StateRemoved, so the next `sluice start` of a config that lists it again starts it.
 func (t *table) fail(ctx workflow.Context, err error) error {
 	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTableRemoved {
+		t.lastError = appErr.Message()
+		workflow.GetLogger(ctx).Warn("table removed from the workers' config; its run ends", "table", t.in.Table().String())
+		return t.setState(ctx, StateRemoved)
+	}
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		t.lastError = appErr.Message()
 		_ = t.setState(ctx, StateFailed)
