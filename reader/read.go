@@ -100,6 +100,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Partitions, when set, is checked at the run's start and every ListEvery for partition
+	// changes the WAL cannot show (checkPartitions).
+	Partitions PartitionWatch
 }
 
 // Result reports one run.
@@ -148,6 +151,10 @@ type run struct {
 	// messages and staged count changes received and bytes staged since the last tick, for the
 	// metrics (added there in one step, not per change).
 	messages, staged int64
+	// partitionsChecked is when the partition watch last ran, and stopping the reason each
+	// table was last stopped for (logged once).
+	partitionsChecked time.Time
+	stopping          map[batch.TableName]string
 }
 
 // table is one table's buffer, collapser and record builder.

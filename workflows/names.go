@@ -34,6 +34,10 @@ const (
 	SignalResume = "resume"
 	// SignalResync discards the table's target and position and backfills it again.
 	SignalResync = "resync"
+	// SignalStop fails the table's run with a non-retryable error (a StopRequest, sent by the
+	// reader when a partition change the WAL cannot show meets tables[].on_partition_change:
+	// stop): the table stops until the operator resyncs it.
+	SignalStop = "stop"
 )
 
 // QueryStatus returns a TableStatus (TableWorkflow) or a SourceStatus (SourceWorkflow).

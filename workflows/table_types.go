@@ -93,6 +93,12 @@ type TableState struct {
 	Failures  int    `json:"failures,omitempty"`
 }
 
+// StopRequest is SignalStop's argument: the error type and message the run fails with.
+type StopRequest struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
 // MaintenanceStatus is the outcome of a table's latest MaintainTable run.
 type MaintenanceStatus struct {
 	Started  time.Time `json:"started"`
