@@ -197,12 +197,12 @@ func (s tableSignals) SignalBatches(ctx context.Context, schema batch.Schema, re
 }
 
 // Stop fails the table's workflow (reader.TableStopper), when the starter can.
-func (s tableSignals) Stop(ctx context.Context, schema batch.Schema, errType, msg string) error {
+func (s tableSignals) Stop(ctx context.Context, schema batch.Schema, errType, msg, epoch string) error {
 	stopper, ok := s.starter.(TableStopper)
 	if !ok {
 		return fmt.Errorf("table %s must stop (%s), but this worker's table starter cannot stop a table", schema.Table, msg)
 	}
-	return stopper.Stop(ctx, s.config(schema), errType, msg)
+	return stopper.Stop(ctx, s.config(schema), errType, msg, epoch)
 }
 
 // Resync asks the table's workflow to backfill again.

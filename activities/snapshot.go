@@ -134,7 +134,7 @@ func (a *Snapshot) recordPartitions(ctx context.Context, t TableConfig, snap *so
 	if !partitioned {
 		return nil
 	}
-	epoch := fmt.Sprintf("%s@%s", snap.Name(), batch.Position{LSN: snap.LSN()})
+	epoch := partitions.Epoch(snap.Name(), batch.Position{LSN: snap.LSN()})
 	if err := partitions.RecordSnapshot(ctx, a.Partitions, t.Pipeline, t.Table(), epoch, set, time.Now()); err != nil {
 		return fmt.Errorf("recording the partitions of table %s under its snapshot: %w", t.Table(), err)
 	}

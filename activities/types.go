@@ -76,10 +76,11 @@ type SinkProvider interface {
 }
 
 // TableStopper is an optional capability of a TableStarter: Stop fails the table's running
-// workflow with a non-retryable error of type errType and message msg (a table that does not run
-// is left alone). Idempotent and safe for concurrent use.
+// workflow with a non-retryable error of type errType and message msg, unless it backfilled
+// from a snapshot other than epoch's (partitions.Epoch) in its run; a table that does not run
+// is left alone. Idempotent and safe for concurrent use.
 type TableStopper interface {
-	Stop(ctx context.Context, table TableConfig, errType, msg string) error
+	Stop(ctx context.Context, table TableConfig, errType, msg, epoch string) error
 }
 
 // TableStarter makes sure a table's workflow runs and delivers batch references to it. Package

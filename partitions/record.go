@@ -33,6 +33,9 @@ type Record struct {
 	Pending string `json:"pending,omitempty"`
 }
 
+// Epoch names a backfill's snapshot: its exported name and position.
+func Epoch(snapshot string, pos batch.Position) string { return snapshot + "@" + pos.String() }
+
 // baseName and readerName are the documents' names: the base, written by each backfill under
 // its snapshot, and the reader's record of the changes it accepted since.
 func baseName(t batch.TableName) string   { return "partitions/" + t.String() + "/base" }

@@ -54,6 +54,10 @@ type Reaction struct {
 	ref Record
 }
 
+// Epoch names the backfill whose content the change was found against ("" before any
+// recorded one): a table that backfilled since ignores a stop of an older epoch.
+func (r Reaction) Epoch() string { return r.ref.Epoch }
+
 // StopMessage is the error a table with PolicyStop fails with: what changed and the remedy.
 func (r Reaction) StopMessage() string {
 	return fmt.Sprintf("table %s: %s; the sink can no longer follow the table from the WAL, and tables[].on_partition_change is stop: "+
@@ -155,6 +159,19 @@ func (w *Watcher) Reacted(ctx context.Context, r Reaction) error {
 	rec.Pending = r.Reason
 	rec.Recorded = w.now()
 	return put(ctx, w.Store, w.Pipeline, readerName(r.Table), rec)
+}
+
+// Resyncing records that the table was asked to resync for another reason (a TRUNCATE of the
+// root, which replaces every partition's storage too): the watch does not ask again for the
+// changes it would see until the resync's backfill records a new base. A table without a record
+// (not partitioned, or not seen yet) is left alone.
+func (w *Watcher) Resyncing(ctx context.Context, table batch.TableName, reason string) error {
+	ref, _, ok, err := reference(ctx, w.Store, w.Pipeline, table)
+	if err != nil || !ok {
+		return err
+	}
+	ref.Pending, ref.Recorded = reason, w.now()
+	return put(ctx, w.Store, w.Pipeline, readerName(table), ref)
 }
 
 // accept records parts as the table's set, extending ref's epoch.

@@ -171,6 +171,7 @@ func (r *run) truncated(ctx context.Context, e *source.TruncateEvent) error {
 	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
 		return fmt.Errorf("asking table %s to resync after its TRUNCATE at %s: %w", e.Table, e.Pos, err)
 	}
+	r.resyncing(ctx, e.Table, "TRUNCATE at "+e.Pos.String())
 	return nil
 }
 

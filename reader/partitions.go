@@ -17,13 +17,27 @@ type PartitionWatch interface {
 	Check(ctx context.Context, cat partitions.Catalog) ([]partitions.Reaction, error)
 	// Reacted records that a reaction was acted on.
 	Reacted(ctx context.Context, r partitions.Reaction) error
+	// Resyncing records that a table was asked to resync for another reason.
+	Resyncing(ctx context.Context, table batch.TableName, reason string) error
+}
+
+// resyncing tells the partition watch that the table resyncs for another reason (a TRUNCATE),
+// so it does not ask again for what that reason changed in its partitions.
+func (r *run) resyncing(ctx context.Context, table batch.TableName, reason string) {
+	if r.deps.Partitions == nil {
+		return
+	}
+	if err := r.deps.Partitions.Resyncing(ctx, table, reason); err != nil {
+		r.log.Warn("recording a resync for the partition watch; it may ask one more", "table", table.String(), "err", err)
+	}
 }
 
 // TableStopper is an optional capability of Tables: it fails a table's workflow with a
-// non-retryable error of type errType, so the table stops until the operator acts. A table that
-// does not run is left alone. Idempotent and safe for concurrent use.
+// non-retryable error of type errType, so the table stops until the operator acts, unless the
+// table backfilled since from a snapshot other than epoch's (partitions.Reaction.Epoch). A
+// table that does not run is left alone. Idempotent and safe for concurrent use.
 type TableStopper interface {
-	Stop(ctx context.Context, schema batch.Schema, errType, msg string) error
+	Stop(ctx context.Context, schema batch.Schema, errType, msg, epoch string) error
 }
 
 // checkPartitions runs the partition watch when it is due (at the run's first progress, then
@@ -73,7 +87,7 @@ func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Rea
 		if !ok {
 			return &SetupError{Msg: re.StopMessage()}
 		}
-		if err := stopper.Stop(ctx, t.schema, partitions.ErrTypePartitionChanged, re.StopMessage()); err != nil {
+		if err := stopper.Stop(ctx, t.schema, partitions.ErrTypePartitionChanged, re.StopMessage(), re.Epoch()); err != nil {
 			return fmt.Errorf("stopping table %s after a partition change: %w", re.Table, err)
 		}
 		return nil

@@ -145,10 +145,11 @@ func (t Tables) Resync(ctx context.Context, table activities.TableConfig) error 
 }
 
 // Stop fails the table's running workflow with a non-retryable error of type errType and
-// message msg (SignalStop); a table that does not run (failed, stopped) is left as it is.
-func (t Tables) Stop(ctx context.Context, table activities.TableConfig, errType, msg string) error {
+// message msg (SignalStop; see StopRequest for epoch); a table that does not run (failed,
+// stopped) is left as it is.
+func (t Tables) Stop(ctx context.Context, table activities.TableConfig, errType, msg, epoch string) error {
 	id := TableWorkflowID(table.Pipeline, table.Table())
-	err := t.Client.SignalWorkflow(ctx, id, "", SignalStop, StopRequest{Type: errType, Message: msg})
+	err := t.Client.SignalWorkflow(ctx, id, "", SignalStop, StopRequest{Type: errType, Message: msg, Epoch: epoch})
 	if _, notFound := errors.AsType[*serviceerror.NotFound](err); err != nil && !notFound {
 		return fmt.Errorf("stopping workflow %s: %w", id, err)
 	}

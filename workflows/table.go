@@ -38,6 +38,7 @@ type table struct {
 	paused    bool
 	resync    bool
 	stop      *StopRequest // SignalStop: fail the run with it
+	epoch     string       // the snapshot of this run's last backfill (partitions.Epoch)
 	rows      int64
 	batches   int64
 	runs      int
@@ -100,13 +101,17 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 			return err
 		}
 		switch {
-		case t.stop != nil:
-			return t.fail(ctx, temporal.NewNonRetryableApplicationError(t.stop.Message, t.stop.Type, nil))
 		case t.resync:
 			t.resync = false
 			if err := t.backfill(ctx); err != nil {
 				return t.fail(ctx, err)
 			}
+		case t.stop != nil:
+			if t.epoch != "" && t.stop.Epoch != t.epoch {
+				t.stop = nil // meant for the content this run's backfill replaced
+				continue
+			}
+			return t.fail(ctx, temporal.NewNonRetryableApplicationError(t.stop.Message, t.stop.Type, nil))
 		case t.continueAsNewDue(ctx):
 			signals.drain(ctx, t)
 			if t.resync || t.stop != nil {
