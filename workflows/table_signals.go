@@ -8,7 +8,8 @@ import (
 
 // tableSignals receives a TableWorkflow's signals into its state.
 type tableSignals struct {
-	batch, batches, pause, resume, resync, stop workflow.ReceiveChannel
+	batch, batches, pause, resume, resync workflow.ReceiveChannel
+	stop                                  workflow.ReceiveChannel
 	sel                                   workflow.Selector
 }
 
