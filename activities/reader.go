@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/metrics"
+	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -140,9 +142,23 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 		Heartbeat: func(ctx context.Context, progress reader.Result) {
 			beat.record(ctx, readStreamResult(progress))
 		},
-		Logger: logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
+		Logger:     logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
+		Partitions: partitionWatcher(a.Staging, in.Pipeline, cfg, logOrDiscard(a.Logger)),
 	})
 	return readStreamResult(res), readerError(err)
+}
+
+// partitionWatcher watches the partitions of the pipeline's tables (those that are partitioned)
+// with each table's tables[].on_partition_change and row filter; nil without a staging store.
+func partitionWatcher(store *staging.Store, pipeline string, cfg source.Config, log *slog.Logger) reader.PartitionWatch {
+	if store == nil {
+		return nil
+	}
+	w := &partitions.Watcher{Pipeline: pipeline, Store: store, Logger: log.With("pipeline", pipeline, "module", "partitions")}
+	for _, t := range cfg.Tables {
+		w.Tables = append(w.Tables, partitions.Table{Name: t.Table, Policy: partitions.Policy(t.OnPartitionChange), Where: t.Where})
+	}
+	return w
 }
 
 // readStreamResult is the activity's form of a reader run's result.
@@ -186,6 +202,15 @@ func (s tableSignals) config(schema batch.Schema) TableConfig {
 // SignalBatches delivers staged batches to their table's workflow.
 func (s tableSignals) SignalBatches(ctx context.Context, schema batch.Schema, refs []staging.BatchRef) error {
 	return s.starter.SignalBatches(ctx, s.config(schema), refs)
+}
+
+// Stop fails the table's workflow (reader.TableStopper), when the starter can.
+func (s tableSignals) Stop(ctx context.Context, schema batch.Schema, errType, msg, epoch string) error {
+	stopper, ok := s.starter.(TableStopper)
+	if !ok {
+		return fmt.Errorf("table %s must stop (%s), but this worker's table starter cannot stop a table", schema.Table, msg)
+	}
+	return stopper.Stop(ctx, s.config(schema), errType, msg, epoch)
 }
 
 // Resync asks the table's workflow to backfill again.

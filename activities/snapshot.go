@@ -16,6 +16,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/metrics"
+	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
 )
@@ -42,6 +43,9 @@ type Snapshot struct {
 	Metrics *metrics.Metrics
 	// Authority is the worker's config that every input is checked against; nil refuses all.
 	Authority *Authority
+	// Partitions keeps, for a partitioned table, the partition set of each backfill's snapshot
+	// (package partitions); nil records none.
+	Partitions partitions.Store
 
 	mu   sync.Mutex
 	open map[string]*backfill.Session // by exported snapshot name
@@ -96,6 +100,10 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 		_ = snap.Close(context.WithoutCancel(ctx))
 		return SnapshotInfo{}, sourceError("estimating the rows of table "+in.Table.Table().String(), err)
 	}
+	if err := a.recordPartitions(ctx, in.Table, snap); err != nil {
+		_ = snap.Close(context.WithoutCancel(ctx))
+		return SnapshotInfo{}, err
+	}
 	a.Metrics.BackfillStarted(in.Table.Pipeline, in.Table.Table().String(), est)
 	a.mu.Lock()
 	if a.open == nil {
@@ -110,6 +118,27 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 		Position:      batch.SourcePosition{Source: id, Position: batch.Position{LSN: snap.LSN()}},
 		EstimatedRows: est,
 	}, nil
+}
+
+// recordPartitions records the partitions of a partitioned table as its snapshot shows them:
+// the set the backfill's content corresponds to (partitions.RecordSnapshot).
+func (a *Snapshot) recordPartitions(ctx context.Context, t TableConfig, snap *source.Snapshot) error {
+	if a.Partitions == nil {
+		return nil
+	}
+	parts, err := snap.Partitions(ctx, []batch.TableName{t.Table()})
+	if err != nil {
+		return sourceError("listing the partitions of table "+t.Table().String()+" under its snapshot", err)
+	}
+	set, partitioned := parts[t.Table()]
+	if !partitioned {
+		return nil
+	}
+	epoch := partitions.Epoch(snap.Name(), batch.Position{LSN: snap.LSN()})
+	if err := partitions.RecordSnapshot(ctx, a.Partitions, t.Pipeline, t.Table(), epoch, set, time.Now()); err != nil {
+		return fmt.Errorf("recording the partitions of table %s under its snapshot: %w", t.Table(), err)
+	}
+	return nil
 }
 
 // CopyChunkInput asks for the next chunk of a snapshot, in primary key order after After.

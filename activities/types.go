@@ -75,6 +75,14 @@ type SinkProvider interface {
 	Sink(ctx context.Context, ref SinkRef) (sinks.Sink, error)
 }
 
+// TableStopper is an optional capability of a TableStarter: Stop fails the table's running
+// workflow with a non-retryable error of type errType and message msg, unless it backfilled
+// from a snapshot other than epoch's (partitions.Epoch) in its run; a table that does not run
+// is left alone. Idempotent and safe for concurrent use.
+type TableStopper interface {
+	Stop(ctx context.Context, table TableConfig, errType, msg, epoch string) error
+}
+
 // TableStarter makes sure a table's workflow runs and delivers batch references to it. Package
 // workflows implements it with signal-with-start on the table's deterministic workflow ID. Both
 // methods are idempotent and safe for concurrent use.

@@ -248,6 +248,10 @@ type Table struct {
 	// Where is a row filter in SQL (the publication's WHERE for the table, Postgres 15+): only
 	// rows for which it is true are replicated, and the backfill reads with the same WHERE.
 	Where string `json:"where,omitempty"`
+	// OnPartitionChange is how a partitioned table reacts to a partition change the WAL cannot
+	// show (a partition attached with rows, detached, dropped or truncated): resync (the
+	// default) or stop.
+	OnPartitionChange string `json:"on_partition_change,omitempty"`
 }
 
 // Metadata materializes the context column __<From> as the destination column As. From is one

@@ -135,6 +135,7 @@ func docSamples() map[string]any {
 		"tables[].columns":                                []any{"id", "name"},
 		"tables[].exclude_columns":                        []any{"secret"},
 		"tables[].where":                                  "status <> 'archived'",
+		"tables[].on_partition_change":                    "stop",
 	}
 }
 

@@ -35,8 +35,14 @@ func (v *validator) tables(c *Config) {
 		v.metadata(p, t.Metadata)
 		v.key(p+".key", t.Key)
 		v.filters(p, t)
+		if t.OnPartitionChange != "" && !slices.Contains(partitionPolicies, t.OnPartitionChange) {
+			v.ps.add(p+".on_partition_change", "%q is not a reaction; use one of %s", t.OnPartitionChange, strings.Join(partitionPolicies, ", "))
+		}
 	}
 }
+
+// partitionPolicies are the values of tables[].on_partition_change (partitions.Policy).
+var partitionPolicies = []string{"resync", "stop"}
 
 // filters checks a table's column list (columns or exclude_columns, not both) and row filter.
 // Whether the columns exist and the filter is valid is checked against the database.

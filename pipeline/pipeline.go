@@ -95,7 +95,8 @@ func SourceTables(cfg *config.Config) []source.TableConfig {
 	for _, t := range cfg.Tables {
 		name, _ := t.SourceName()
 		out = append(out, source.TableConfig{Table: name, Key: t.Key,
-			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where})
+			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where,
+			OnPartitionChange: t.OnPartitionChange})
 	}
 	return out
 }

@@ -47,6 +47,9 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 		if r.deps.Heartbeat != nil {
 			r.deps.Heartbeat(ctx, r.result)
 		}
+		if err := r.checkPartitions(ctx, now); err != nil {
+			return err
+		}
 		if e.CaughtUp && !r.caughtUp {
 			r.caughtUp = true
 			return r.flushCaughtUp(ctx)
@@ -173,6 +176,7 @@ func (r *run) truncated(ctx context.Context, e *source.TruncateEvent) error {
 	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
 		return fmt.Errorf("asking table %s to resync after its TRUNCATE at %s: %w", e.Table, e.Pos, err)
 	}
+	r.resyncing(ctx, e.Table, "TRUNCATE at "+e.Pos.String())
 	return nil
 }
 

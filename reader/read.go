@@ -105,6 +105,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Partitions, when set, is checked at the run's start and every ListEvery for partition
+	// changes the WAL cannot show (checkPartitions).
+	Partitions PartitionWatch
 }
 
 // Result reports one run.
@@ -159,6 +162,10 @@ type run struct {
 	// unlisted are the tables met in the stream that the run does not read, and whether each
 	// holds the slot (see unlistedTable).
 	unlisted map[batch.TableName]bool
+	// partitionsChecked is when the partition watch last ran, and stopping the reason each
+	// table was last stopped for (logged once).
+	partitionsChecked time.Time
+	stopping          map[batch.TableName]string
 }
 
 // table is one table's buffer, collapser and record builder.

@@ -30,6 +30,9 @@ type TableConfig struct {
 	// Where is a row filter (the publication's WHERE for the table, Postgres 15 or later), in SQL:
 	// only rows for which it is true are replicated; the backfill reads with the same WHERE.
 	Where string `json:"where,omitempty"`
+	// OnPartitionChange is how a partitioned table reacts to partition changes the WAL cannot
+	// show (package partitions): resync (also when empty) or stop.
+	OnPartitionChange string `json:"on_partition_change,omitempty"`
 }
 
 // filtered reports whether t replicates only some columns or rows.

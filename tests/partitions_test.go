@@ -3,8 +3,11 @@ package tests
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/partitions"
 )
 
 // partitionedItemsDDL makes public.items (the columns of itemsDDL) a table partitioned by range
@@ -119,5 +122,86 @@ func TestColumnListIceberg(t *testing.T) {
 	}
 	if !slices.Contains(names, "qty") {
 		t.Errorf("the Iceberg table lacks listed column qty: %v", names)
+	}
+}
+
+// partitionChangeDDL is public.items partitioned by range of id: items_low (ids 1..999) and
+// items_high (1000..1500).
+var partitionChangeDDL = []string{
+	partitionedItemsDDL[0],
+	`CREATE TABLE public.items_low PARTITION OF public.items FOR VALUES FROM (MINVALUE) TO (1000)`,
+	`CREATE TABLE public.items_high PARTITION OF public.items FOR VALUES FROM (1000) TO (300000)`,
+	itemsSeed(1, 1500),
+}
+
+// partitionChange is one partition change the WAL cannot show, with the partition the table's
+// reaction must name.
+type partitionChange struct {
+	name      string
+	partition string
+	sql       []string
+	live      []string // streamed changes after it
+}
+
+// partitionChanges are, in order: a table that holds rows attached as a partition, the same
+// partition detached, a partition dropped, a partition truncated alone. Each leaves the root's
+// rows changed without a row change in the WAL.
+var partitionChanges = []partitionChange{
+	{name: "attach with rows", partition: "public.items_full", sql: []string{
+		`CREATE TABLE public.items_full (LIKE public.items INCLUDING DEFAULTS)`,
+		`INSERT INTO public.items_full (id, name, qty, price, tags, updated)
+			SELECT g, 'full-' || g, g % 97, 1.5, ARRAY['f'], '2026-02-01'::timestamptz FROM generate_series(300001, 300050) g`,
+		`ALTER TABLE public.items ATTACH PARTITION public.items_full FOR VALUES FROM (300000) TO (400000)`,
+	}, live: []string{itemsSeed(2001, 2020)}},
+	{name: "detach", partition: "public.items_full", sql: []string{
+		`ALTER TABLE public.items DETACH PARTITION public.items_full`,
+	}, live: []string{`UPDATE public.items SET qty = -2 WHERE id BETWEEN 10 AND 20`}},
+	{name: "drop", partition: "public.items_high", sql: []string{
+		`DROP TABLE public.items_high`,
+	}, live: []string{`DELETE FROM public.items WHERE id BETWEEN 30 AND 35`}},
+	{name: "truncate one partition", partition: "public.items_low", sql: []string{
+		`TRUNCATE public.items_low`,
+	}, live: []string{itemsSeed(1, 10)}},
+}
+
+// TestPartitionChangesTheWALCannotShow makes, while public.items (partitioned) streams into
+// Iceberg, each partition change the WAL cannot show (partitionChanges). With
+// tables[].on_partition_change: resync (the default) the table resyncs by itself and the sink
+// equals the source key by key after each. With stop the table fails with PartitionChanged
+// naming the partition and the remedy, and `sluice resync --table` makes it equal again.
+func TestPartitionChangesTheWALCannotShow(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{"resync", "stop"} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			o := pipelineOptions{SetupSQL: partitionChangeDDL}
+			if policy == "stop" {
+				o.TableYAML = "    on_partition_change: stop\n"
+			}
+			s := itemsTarget(t, o, icebergDestination(t))
+			s.p.worker("worker")
+			s.p.sluice("start")
+			s.p.waitStream(itemsTable)
+			s.p.exec(`UPDATE public.items SET qty = -1 WHERE id <= 5`)
+			s.waitEqual()
+			for _, c := range partitionChanges {
+				t.Logf("%s: %s", policy, c.name)
+				s.p.exec(c.sql...)
+				if policy == "stop" {
+					appErr := s.p.waitTableFailed(itemsTable)
+					if appErr.Type() != partitions.ErrTypePartitionChanged {
+						t.Fatalf("%s: the table failed with %s (%v), want %s", c.name, appErr.Type(), appErr, partitions.ErrTypePartitionChanged)
+					}
+					for _, want := range []string{"public.items", c.partition, "sluice resync --table public.items"} {
+						if !strings.Contains(appErr.Error(), want) {
+							t.Errorf("%s: the table's error does not name %q: %v", c.name, want, appErr)
+						}
+					}
+					s.p.sluice("resync", "--table", "public.items")
+				}
+				s.p.exec(c.live...)
+				s.waitEqual()
+			}
+		})
 	}
 }

@@ -141,7 +141,7 @@ func run(ctx context.Context, o options) error {
 	sources := pipeline.SourceConfigs(cfg)
 	authority := pipeline.Authority(cfg) // every activity input is checked against the config
 	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
-		Authority: authority, Metrics: m}
+		Authority: authority, Metrics: m, Partitions: store}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
 
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{

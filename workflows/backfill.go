@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/partitions"
 )
 
 // backfill copies the table under an exported snapshot: DiscardSnapshot first (whatever a lost
@@ -76,6 +77,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 	}
 	t.snapshot.Done = true
 	t.position, t.hasPosition = info.Position, true
+	t.epoch = partitions.Epoch(info.Name, info.Position.Position)
 	t.rows += t.snapshot.Rows
 	return nil
 }

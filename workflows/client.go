@@ -144,6 +144,18 @@ func (t Tables) Resync(ctx context.Context, table activities.TableConfig) error 
 	return nil
 }
 
+// Stop fails the table's running workflow with a non-retryable error of type errType and
+// message msg (SignalStop; see StopRequest for epoch); a table that does not run (failed,
+// stopped) is left as it is.
+func (t Tables) Stop(ctx context.Context, table activities.TableConfig, errType, msg, epoch string) error {
+	id := TableWorkflowID(table.Pipeline, table.Table())
+	err := t.Client.SignalWorkflow(ctx, id, "", SignalStop, StopRequest{Type: errType, Message: msg, Epoch: epoch})
+	if _, notFound := errors.AsType[*serviceerror.NotFound](err); err != nil && !notFound {
+		return fmt.Errorf("stopping workflow %s: %w", id, err)
+	}
+	return nil
+}
+
 // signalWithStart delivers signal (with arg) to the table's workflow, starting a new run of it
 // with the table's input when none runs.
 func (t Tables) signalWithStart(ctx context.Context, opts client.StartWorkflowOptions, table activities.TableConfig, signal string, arg any) error {

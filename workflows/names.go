@@ -39,6 +39,10 @@ const (
 	// publication and starts their workflows, and whose reader reads the config's tables.
 	// `sluice start` sends it (signal-with-start).
 	SignalReconfigure = "reconfigure"
+	// SignalStop fails the table's run with a non-retryable error (a StopRequest, sent by the
+	// reader when a partition change the WAL cannot show meets tables[].on_partition_change:
+	// stop): the table stops until the operator resyncs it.
+	SignalStop = "stop"
 )
 
 // QueryStatus returns a TableStatus (TableWorkflow) or a SourceStatus (SourceWorkflow).

@@ -37,6 +37,8 @@ type table struct {
 	stagedHi  batch.SourcePosition // the highest hi signalled or listed, for the lag
 	paused    bool
 	resync    bool
+	stop      *StopRequest // SignalStop: fail the run with it
+	epoch     string       // the snapshot of this run's last backfill (partitions.Epoch)
 	rows      int64
 	batches   int64
 	runs      int
@@ -94,7 +96,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		}
 		t.showDetails(ctx)
 		if err := workflow.Await(ctx, func() bool {
-			return t.resync || t.continueAsNewDue(ctx) || (!t.paused && (len(t.window) > 0 || t.beyond > 0))
+			return t.resync || t.stop != nil || t.continueAsNewDue(ctx) || (!t.paused && (len(t.window) > 0 || t.beyond > 0))
 		}); err != nil {
 			return err
 		}
@@ -104,10 +106,16 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 			if err := t.backfill(ctx); err != nil {
 				return t.fail(ctx, err)
 			}
+		case t.stop != nil:
+			if t.epoch != "" && t.stop.Epoch != t.epoch {
+				t.stop = nil // meant for the content this run's backfill replaced
+				continue
+			}
+			return t.fail(ctx, temporal.NewNonRetryableApplicationError(t.stop.Message, t.stop.Type, nil))
 		case t.continueAsNewDue(ctx):
 			signals.drain(ctx, t)
-			if t.resync {
-				continue // a resync came in: do it in this run
+			if t.resync || t.stop != nil {
+				continue // a resync or stop came in: do it in this run
 			}
 			return workflow.NewContinueAsNewError(ctx, TableWorkflowType, t.next())
 		case len(t.window) == 0:

@@ -41,7 +41,7 @@ func (t *table) exec(ctx workflow.Context, opts workflow.ActivityOptions, activi
 // returned when the run must continue as new first, or, for a stream step, when the table is
 // paused or asked to resync.
 func (t *table) retry(ctx workflow.Context, what string, stream bool, step func(workflow.Context) error) error {
-	interrupt := func() bool { return t.continueAsNewDue(ctx) || stream && (t.paused || t.resync) }
+	interrupt := func() bool { return t.continueAsNewDue(ctx) || stream && (t.paused || t.resync || t.stop != nil) }
 	for {
 		err := step(ctx)
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 // tableSignals receives a TableWorkflow's signals into its state.
 type tableSignals struct {
 	batch, batches, pause, resume, resync workflow.ReceiveChannel
+	stop                                  workflow.ReceiveChannel
 	sel                                   workflow.Selector
 }
 
@@ -19,6 +20,7 @@ func newTableSignals(ctx workflow.Context, t *table) *tableSignals {
 		pause:   workflow.GetSignalChannel(ctx, SignalPause),
 		resume:  workflow.GetSignalChannel(ctx, SignalResume),
 		resync:  workflow.GetSignalChannel(ctx, SignalResync),
+		stop:    workflow.GetSignalChannel(ctx, SignalStop),
 		sel:     workflow.NewSelector(ctx),
 	}
 	s.sel.AddReceive(s.batch, func(c workflow.ReceiveChannel, _ bool) {
@@ -44,6 +46,11 @@ func newTableSignals(ctx workflow.Context, t *table) *tableSignals {
 	s.sel.AddReceive(s.resync, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		t.resync = true
+	})
+	s.sel.AddReceive(s.stop, func(c workflow.ReceiveChannel, _ bool) {
+		var req StopRequest
+		c.Receive(ctx, &req)
+		t.stop = &req
 	})
 	return s
 }
@@ -74,6 +81,13 @@ func (s *tableSignals) drain(ctx workflow.Context, t *table) {
 	}
 	for s.resync.ReceiveAsync(nil) {
 		t.resync = true
+	}
+	for {
+		var req StopRequest
+		if !s.stop.ReceiveAsync(&req) {
+			break
+		}
+		t.stop = &req
 	}
 }
 

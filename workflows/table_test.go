@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/partitions"
 )
 
 // finish runs the workflow, canceling it at stopAt (0: it must end by itself), and returns its
@@ -290,5 +291,47 @@ func TestTableWorkflowStartedWithoutColumnsReadsTheSchema(t *testing.T) {
 	}
 	if want := []string{"10..99"}; !equalStrings(applied, want) {
 		t.Fatalf("applied %v, want %v", applied, want)
+	}
+}
+
+// TestTableWorkflowStopSignal: SignalStop fails the run with the request's type and message, not
+// retried; a request found against the content that the run's own backfill replaced (another
+// epoch) is ignored.
+func TestTableWorkflowStopSignal(t *testing.T) {
+	t.Parallel()
+	current := partitions.Epoch("00000003-1", sp(1000).Position) // what world.begin exports
+	tests := []struct {
+		name     string
+		hasPos   bool
+		epochs   []string // stop requests sent, in order, after the backfill if any
+		wantStop bool
+	}{
+		{"streaming table stops", true, []string{""}, true},
+		{"stale request after a backfill is ignored", false, []string{"old@0/1"}, false},
+		{"request of the current epoch stops", false, []string{"old@0/1", current}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(tt.hasPos, 5, ref(10, 19))
+			env := newEnv(t, w, time.Second)
+			for i, e := range tt.epochs {
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(SignalStop, StopRequest{Type: partitions.ErrTypePartitionChanged, Message: "table shop.orders: partition gone", Epoch: e})
+				}, time.Duration(i+1)*time.Minute)
+			}
+			err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour)
+			var appErr *temporal.ApplicationError
+			stopped := errors.As(err, &appErr) && appErr.Type() == partitions.ErrTypePartitionChanged
+			if stopped != tt.wantStop {
+				t.Fatalf("run ended with %v; want stopped: %v", err, tt.wantStop)
+			}
+			if stopped && (!appErr.NonRetryable() || !strings.Contains(appErr.Error(), "partition gone")) {
+				t.Fatalf("run ended with %v: want the request's message, not retryable", err)
+			}
+			if !stopped && !temporal.IsCanceledError(err) {
+				t.Fatalf("run ended with %v, want it still running until cancelled", err)
+			}
+		})
 	}
 }

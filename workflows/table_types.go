@@ -93,6 +93,17 @@ type TableState struct {
 	Failures  int    `json:"failures,omitempty"`
 }
 
+// StopRequest is SignalStop's argument: the error type and message the run fails with.
+type StopRequest struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	// Epoch is the backfill whose content the reason was found against (partitions.Epoch; ""
+	// when unknown): a run that backfilled from another snapshot since ignores the request,
+	// which was meant for the content that backfill replaced (the reader asks again if the
+	// reason still applies).
+	Epoch string `json:"epoch,omitempty"`
+}
+
 // MaintenanceStatus is the outcome of a table's latest MaintainTable run.
 type MaintenanceStatus struct {
 	Started  time.Time `json:"started"`

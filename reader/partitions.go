@@ -1,0 +1,115 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/partitions"
+)
+
+// PartitionWatch compares the partitions of the pipeline's partitioned tables with the sets
+// their sinks hold (a *partitions.Watcher).
+type PartitionWatch interface {
+	// Check returns the reactions due, reading the catalog through cat (see
+	// partitions.Watcher.Check).
+	Check(ctx context.Context, cat partitions.Catalog) ([]partitions.Reaction, error)
+	// Reacted records that a reaction was acted on.
+	Reacted(ctx context.Context, r partitions.Reaction) error
+	// Resyncing records that a table was asked to resync for another reason.
+	Resyncing(ctx context.Context, table batch.TableName, reason string) error
+}
+
+// resyncing tells the partition watch that the table resyncs for another reason (a TRUNCATE),
+// so it does not ask again for what that reason changed in its partitions.
+func (r *run) resyncing(ctx context.Context, table batch.TableName, reason string) {
+	if r.deps.Partitions == nil {
+		return
+	}
+	if err := r.deps.Partitions.Resyncing(ctx, table, reason); err != nil {
+		r.log.Warn("recording a resync for the partition watch; it may ask one more", "table", table.String(), "err", err)
+	}
+}
+
+// TableStopper is an optional capability of Tables: it fails a table's workflow with a
+// non-retryable error of type errType, so the table stops until the operator acts, unless the
+// table backfilled since from a snapshot other than epoch's (partitions.Reaction.Epoch). A
+// table that does not run is left alone. Idempotent and safe for concurrent use.
+type TableStopper interface {
+	Stop(ctx context.Context, schema batch.Schema, errType, msg, epoch string) error
+}
+
+// checkPartitions runs the partition watch when it is due (at the run's first progress, then
+// every ListEvery) and makes each table react: a resync as after a TRUNCATE (what the table
+// buffered is staged first), or a stop. A failed check is logged and tried again next time:
+// the catalog's state does not go away meanwhile.
+func (r *run) checkPartitions(ctx context.Context, now time.Time) error {
+	w := r.deps.Partitions
+	if w == nil || (!r.partitionsChecked.IsZero() && now.Sub(r.partitionsChecked) < r.listEvery()) {
+		return nil
+	}
+	r.partitionsChecked = now
+	cat, ok := r.fetcher.(partitions.Catalog)
+	if !ok {
+		return nil // a fetcher that cannot read the catalog (tests of other things)
+	}
+	reactions, err := w.Check(ctx, cat)
+	if err != nil {
+		r.log.Warn("checking the partitions of the partitioned tables; trying again at the next check", "err", err)
+	}
+	for _, re := range reactions {
+		t, ok := r.tables[re.Table]
+		if !ok {
+			continue
+		}
+		if err := r.reactToPartitions(ctx, t, re); err != nil {
+			return err
+		}
+		if err := w.Reacted(ctx, re); err != nil {
+			r.log.Warn("recording a partition reaction; it may be asked again", "table", re.Table.String(), "err", err)
+		}
+	}
+	return nil
+}
+
+func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Reaction) error {
+	if re.Policy == partitions.PolicyStop {
+		if r.stopping[re.Table] != re.Reason {
+			r.log.Error("partition change the WAL cannot show: stopping the table (tables[].on_partition_change: stop)",
+				"table", re.Table.String(), "reason", re.Reason)
+			if r.stopping == nil {
+				r.stopping = map[batch.TableName]string{}
+			}
+			r.stopping[re.Table] = re.Reason
+		}
+		stopper, ok := r.deps.Tables.(TableStopper)
+		if !ok {
+			return &SetupError{Msg: re.StopMessage()}
+		}
+		if err := stopper.Stop(ctx, t.schema, partitions.ErrTypePartitionChanged, re.StopMessage(), re.Epoch()); err != nil {
+			return fmt.Errorf("stopping table %s after a partition change: %w", re.Table, err)
+		}
+		return nil
+	}
+	if err := r.flush(ctx, t); err != nil {
+		return err
+	}
+	if err := r.signal(ctx, t); err != nil {
+		return err
+	}
+	r.log.Warn("partition change the WAL cannot show: resyncing the table from a new snapshot",
+		"table", re.Table.String(), "reason", re.Reason)
+	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
+		return fmt.Errorf("asking table %s to resync after a partition change (%s): %w", re.Table, re.Reason, err)
+	}
+	return nil
+}
+
+// listEvery is the run's listing interval, which the partition watch follows too.
+func (r *run) listEvery() time.Duration {
+	if r.cfg.ListEvery <= 0 {
+		return defaultListEvery
+	}
+	return r.cfg.ListEvery
+}
