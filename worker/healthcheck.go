@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluicecdc/sluice/metrics"
 )
 
-// defaultMetricsAddr is where the worker serves /metrics, /healthz and /readyz unless
-// --metrics-addr says otherwise; the healthcheck subcommand asks there by default too.
-const defaultMetricsAddr = "127.0.0.1:9464"
-
-// The health endpoints of serveMetrics.
+// The endpoints of serveMetrics, and where they are served unless --metrics-addr says otherwise
+// (the healthcheck subcommand asks there by default too).
 const (
-	healthPath = "/healthz"
-	readyPath  = "/readyz"
+	defaultMetricsAddr = metrics.DefaultAddr
+	healthPath         = metrics.HealthPath
+	readyPath          = metrics.ReadyPath
 )
 
 // newHealthcheckCommand is `sluice-worker healthcheck`: a probe for images without a shell or

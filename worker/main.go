@@ -244,7 +244,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bo
 		return nil, "", fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle(metrics.Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.Handle(healthPath, h.handler(false))
 	mux.Handle(readyPath, h.handler(true))
 	if withPprof {
