@@ -171,12 +171,33 @@ type ClickHouse struct {
 	Password string `json:"password,omitempty"` // secret: set with SLUICE_SINK_CLICKHOUSE_PASSWORD
 	// PasswordFile names a file holding Password.
 	PasswordFile string `json:"password_file,omitempty"`
-	TLS          bool   `json:"tls,omitempty"`
+	// TLS secures the connection (the native protocol's TLS port, usually 9440); off unless a
+	// key of it is set. `tls: true` is short for `tls: {enabled: true}`.
+	TLS ClickHouseTLS `json:"tls"`
 	// Schema is the layout of new tables: SchemaAuto, SchemaModern or SchemaCompatible.
 	Schema       string   `json:"schema,omitempty"`
 	DialTimeout  Duration `json:"dial_timeout,omitempty"`   // bounds connecting (default 10s)
 	ReadTimeout  Duration `json:"read_timeout,omitempty"`   // bounds one insert or query reply (default 5m)
 	MaxOpenConns int      `json:"max_open_conns,omitempty"` // connection pool size (default 8)
+}
+
+// ClickHouseTLS is the TLS of the connection to ClickHouse. Setting any key turns TLS on; the
+// server's certificate is verified (against CAFile, else the system's roots) unless
+// InsecureSkipVerify says otherwise.
+type ClickHouseTLS struct {
+	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
+	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
+	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate; needs key_file
+	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
+	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
+	// InsecureSkipVerify accepts any server certificate: encrypted, but not protected from
+	// anyone in the path. Unsafe; for a test server only.
+	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
+}
+
+// On reports whether the connection uses TLS: enabled, or any other key set.
+func (t ClickHouseTLS) On() bool {
+	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
 }
 
 // The table layouts of sink.clickhouse.schema.

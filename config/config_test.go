@@ -187,8 +187,14 @@ tables: [{source: public.orders, target: orders}]
 			func(c *Config) (any, any) { return c.Batch.MaxBytes, 8 * MiB }, nil},
 		{"duration", map[string]string{"SLUICE_BATCH_MAX_WAIT": "5s"},
 			func(c *Config) (any, any) { return c.Batch.MaxWait, Duration(5 * time.Second) }, nil},
-		{"boolean", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS": "true"},
-			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, true }, nil},
+		{"boolean", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS_ENABLED": "true"},
+			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{Enabled: true} }, nil},
+		{"enabled shorthand", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS": "true"},
+			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{Enabled: true} }, nil},
+		{"tls section", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS_CA_FILE": "/ca.pem", "SLUICE_SINK_CLICKHOUSE_TLS_SERVER_NAME": "ch.internal"},
+			func(c *Config) (any, any) {
+				return c.Sink.ClickHouse.TLS, ClickHouseTLS{CAFile: "/ca.pem", ServerName: "ch.internal"}
+			}, nil},
 		{"temporal", map[string]string{"SLUICE_TEMPORAL_ADDRESS": "temporal:7233", "SLUICE_TEMPORAL_TASK_QUEUE": "q2"},
 			func(c *Config) (any, any) {
 				return c.Temporal, Temporal{Address: "temporal:7233", Namespace: "default", TaskQueue: "q2"}

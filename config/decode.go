@@ -77,6 +77,9 @@ func (d *decoder) value(path string, raw any, out reflect.Value) {
 		d.value(path, raw, n.Elem())
 		out.Set(n)
 	case reflect.Struct:
+		if d.enabledShorthand(path, raw, out) {
+			return
+		}
 		d.object(path, raw, out)
 	case reflect.Slice:
 		d.list(path, raw, out)
@@ -104,6 +107,26 @@ func (d *decoder) value(path string, raw any, out reflect.Value) {
 	default:
 		d.fail(path, "cannot decode into %s", out.Type())
 	}
+}
+
+// enabledShorthand decodes a boolean given for a struct with an enabled key (tls: true) as
+// that key (tls: {enabled: true}) and reports whether it did.
+func (d *decoder) enabledShorthand(path string, raw any, out reflect.Value) bool {
+	i, ok := fieldIndex(out.Type(), "enabled")
+	if !ok || out.Field(i).Kind() != reflect.Bool {
+		return false
+	}
+	if _, isMap := stringMap(raw); isMap {
+		return false
+	}
+	b, err := rawBool(raw)
+	if err != nil {
+		d.fail(path, "want true or false (short for enabled), or a mapping of keys (%s), got %s", strings.Join(fieldKeys(out.Type()), ", "), describe(raw))
+		return true
+	}
+	out.Field(i).SetBool(b)
+	d.present[joinKey(path, "enabled")] = true
+	return true
 }
 
 // object decodes a mapping into the struct out, reporting unknown keys with the allowed ones.

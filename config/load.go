@@ -77,6 +77,11 @@ func parse(r io.Reader, format string, lookupEnv func(string) (string, bool)) (*
 	file := v.AllSettings()
 	for _, path := range leafPaths(reflect.TypeFor[Config](), "") {
 		name := EnvName(path)
+		if parent, ok := strings.CutSuffix(path, ".enabled"); ok {
+			if _, set := lookupEnv(name); !set {
+				name = EnvName(parent) // SLUICE_SINK_CLICKHOUSE_TLS=true, as tls: true in a file
+			}
+		}
 		// An override under a key the file sets to something other than a mapping would hide
 		// the file's mistake (viper replaces the value); leave it to the decoder to report.
 		if val, ok := lookupEnv(name); ok && val != "" && mappingsAbove(file, path) {

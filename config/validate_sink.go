@@ -146,6 +146,20 @@ func (v *validator) clickhouse(ch *ClickHouse) {
 		v.ps.add("sink.clickhouse.max_open_conns", "is %d; use a positive number of connections, or leave it out for %d", ch.MaxOpenConns, DefaultClickHouseMaxOpenConns)
 	}
 	v.maxCount("sink.clickhouse.max_open_conns", ch.MaxOpenConns, MaxClickHouseOpenConns, whyOpenConns)
+	v.clickhouseTLS(ch.TLS)
+}
+
+func (v *validator) clickhouseTLS(t ClickHouseTLS) {
+	const p = "sink.clickhouse.tls"
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.ps.add(p, "cert_file and key_file go together; set both for a client certificate, or neither")
+	}
+	if !t.Enabled && v.present[p+".enabled"] && t.On() {
+		v.ps.add(p+".enabled", "is false, but other TLS keys are set, which need TLS; remove enabled: false")
+	}
+	if t.InsecureSkipVerify && (t.CAFile != "" || t.ServerName != "") {
+		v.ps.add(p+".insecure_skip_verify", "is true, so the server's certificate is not checked against ca_file or server_name; remove insecure_skip_verify (unsafe) to verify the server")
+	}
 }
 
 // positive reports a duration at path that is not positive; left out, it takes its default.

@@ -1,9 +1,14 @@
 package tests
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/cli"
@@ -11,22 +16,19 @@ import (
 )
 
 // TestDockerComposeFile loads docker-compose.yml with compose-go (the library Docker Compose
-// itself uses) and checks the stack a user gets: every service, its image, published ports,
-// health checks and the dependencies that order start-up.
+// itself uses), with every variable of .env.example set, and checks the stack a user gets:
+// every service, its image, published ports, health checks and the dependencies that order
+// start-up.
 func TestDockerComposeFile(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := cli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
-		cli.WithWorkingDirectory(root), cli.WithConsistency(true), cli.WithResolvedPaths(true))
+	env, _ := composeEnv(t, root)
+	project, err := loadCompose(root, env)
 	if err != nil {
-		t.Fatal(err)
-	}
-	project, err := opts.LoadProject(context.Background())
-	if err != nil {
-		t.Fatalf("docker-compose.yml does not load: %v", err)
+		t.Fatalf("docker-compose.yml does not load with every variable of .env.example set: %v", err)
 	}
 
 	tests := []struct {
@@ -107,4 +109,216 @@ func TestDockerComposeFile(t *testing.T) {
 			}
 		}
 	})
+}
+
+// loadCompose loads the repository's docker-compose.yml the way `docker compose` does, with env
+// ("KEY=value") as the only environment (no .env file of the developer's).
+func loadCompose(root string, env []string) (*types.Project, error) {
+	opts, err := cli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
+		cli.WithWorkingDirectory(root), cli.WithConsistency(true), cli.WithResolvedPaths(true),
+		cli.WithEnv(env), cli.WithDiscardEnvFile)
+	if err != nil {
+		return nil, err
+	}
+	return opts.LoadProject(context.Background())
+}
+
+// composeEnv reads the variables .env.example lists, checks that it gives none a value (a
+// password in the example would be a password everyone knows) and returns an environment
+// that sets each to a value of its own, with those values.
+func composeEnv(t *testing.T, root string) (env, values []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, ".env.example"))
+	if err != nil {
+		t.Fatalf("the compose stack's env file template: %v", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf(".env.example: %q is not KEY=value", line)
+		}
+		if v != "" {
+			t.Errorf(".env.example gives %s the value %q; leave it empty so that every stack sets its own", k, v)
+		}
+		val := "from-env-" + strings.ToLower(k) + "-7c1e"
+		env = append(env, k+"="+val)
+		values = append(values, val)
+	}
+	if len(env) == 0 {
+		t.Fatal(".env.example lists no variables")
+	}
+	return env, values
+}
+
+// TestComposeSecretsFromEnv checks that docker-compose.yml has no password of its own: every
+// variable of a password, key or secret comes from the environment (.env), the file refuses to
+// load while one is missing, naming it, .env.example lists exactly the variables it requires,
+// no command or health check spells a password out, and the worker's DSN holds none.
+func TestComposeSecretsFromEnv(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, values := composeEnv(t, root)
+
+	t.Run("example lists every required variable", func(t *testing.T) {
+		var required []string
+		for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+):\?`).FindAllStringSubmatch(string(raw), -1) {
+			if !slices.Contains(required, m[1]) {
+				required = append(required, m[1])
+			}
+		}
+		var listed []string
+		for _, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			listed = append(listed, k)
+		}
+		slices.Sort(required)
+		slices.Sort(listed)
+		if !slices.Equal(required, listed) {
+			t.Errorf("docker-compose.yml requires %v, .env.example lists %v", required, listed)
+		}
+	})
+
+	t.Run("refused without them", func(t *testing.T) {
+		for i, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			rest := slices.Delete(slices.Clone(env), i, i+1)
+			_, err := loadCompose(root, rest)
+			if err == nil {
+				t.Errorf("docker-compose.yml loads without %s", k)
+			} else if !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "set it in .env") {
+				t.Errorf("without %s: %v; want the variable and where to set it named", k, err)
+			}
+		}
+	})
+
+	project, err := loadCompose(root, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretKey := regexp.MustCompile(`(?i)password|pwd|secret|access_key|token|api_key`)
+	// A password spelled out in a command: after a password flag or in user:password.
+	inline := regexp.MustCompile(`(?i)(?:password[= ]+|\s-p\s+|\s-u\s+[^\s:]+:)"?([^\s"]+)`)
+	for name, svc := range project.Services {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range svc.Environment {
+				if v == nil {
+					continue
+				}
+				if secretKey.MatchString(k) && !slices.Contains(values, *v) {
+					t.Errorf("environment %s is %q, not a variable of .env", k, *v)
+				}
+				if strings.Contains(k, "DSN") && (strings.Contains(*v, "password=") || regexp.MustCompile(`//[^/@:]+:[^/@]+@`).MatchString(*v)) {
+					t.Errorf("environment %s holds a password; give it through PGPASSWORD from .env", k)
+				}
+			}
+			var shell []string
+			shell = append(shell, svc.Command...)
+			shell = append(shell, svc.Entrypoint...)
+			if svc.HealthCheck != nil {
+				shell = append(shell, svc.HealthCheck.Test...)
+			}
+			for _, s := range shell {
+				for _, m := range inline.FindAllStringSubmatch(" "+s, -1) {
+					if !strings.HasPrefix(m[1], "$") {
+						t.Errorf("a password is spelled out: %q", strings.TrimSpace(m[0]))
+					}
+				}
+			}
+		})
+	}
+
+	t.Run("worker health check without a shell", func(t *testing.T) {
+		w := project.Services["sluice-worker"]
+		want := []string{"CMD", "sluice-worker", "healthcheck", "--metrics-addr"}
+		if w.HealthCheck == nil || len(w.HealthCheck.Test) < len(want)+1 || !slices.Equal(w.HealthCheck.Test[:len(want)], want) {
+			t.Fatalf("health check %v; want %v ADDR (the image has no shell)", w.HealthCheck, want)
+		}
+		addr := w.HealthCheck.Test[len(want)]
+		i := slices.Index(w.Command, "--metrics-addr")
+		if i < 0 || i+1 >= len(w.Command) || w.Command[i+1] != addr {
+			t.Errorf("the health check asks %s, but the worker runs %v", addr, w.Command)
+		}
+	})
+}
+
+// TestDockerfile checks the runtime image deploy/Dockerfile describes (no Docker engine runs
+// here to build it): a distroless static nonroot base with no shell, a non-root user, a health
+// check by the worker's own subcommand, and the same packages `make build` builds, statically.
+func TestDockerfile(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../deploy/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Instructions, with continuation lines joined and comments dropped.
+	var instr []string
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "#") {
+			instr = append(instr, line)
+		}
+	}
+	last := -1
+	for i, in := range instr {
+		if strings.HasPrefix(in, "FROM ") {
+			last = i
+		}
+	}
+	if last < 0 {
+		t.Fatal("no FROM in deploy/Dockerfile")
+	}
+	runtime := instr[last:]
+	if base := strings.Fields(runtime[0])[1]; base != "gcr.io/distroless/static-debian12:nonroot" {
+		t.Errorf("runtime base %s; want gcr.io/distroless/static-debian12:nonroot (no shell, non-root)", base)
+	}
+	var user, health string
+	for _, in := range runtime {
+		switch {
+		case strings.HasPrefix(in, "USER "):
+			user = strings.TrimPrefix(in, "USER ")
+		case strings.HasPrefix(in, "HEALTHCHECK "):
+			health = in
+		case strings.HasPrefix(in, "RUN "):
+			t.Errorf("the runtime stage runs %q: it has no shell", in)
+		}
+	}
+	if user == "" || strings.HasPrefix(user, "0") || strings.HasPrefix(user, "root") {
+		t.Errorf("runtime user %q; want a non-root uid", user)
+	}
+	if !strings.Contains(health, `CMD ["/usr/local/bin/sluice-worker", "healthcheck"`) {
+		t.Errorf("health check %q; want the exec form of sluice-worker healthcheck", health)
+	}
+
+	pkgs := func(s string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`(?:go|\$\(GO\)) build [^\n]*?-o \S+/(sluice[-\w]*) (\./\w+)`).FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1]+"="+m[2])
+		}
+		return out
+	}
+	want := pkgs(string(mk))
+	got := pkgs(text)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the image builds %v, make build builds %v", got, want)
+	}
+	if n := strings.Count(text, "CGO_ENABLED=0 go build"); n != len(want) {
+		t.Errorf("%d of %d builds are static (CGO_ENABLED=0); distroless static has no libc", n, len(want))
+	}
 }

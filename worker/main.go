@@ -5,6 +5,7 @@
 //
 //	sluice-worker --config pipeline.yaml [--metrics-addr 127.0.0.1:9464] [--log-format json]
 //	sluice-worker --version
+//	sluice-worker healthcheck [--metrics-addr ADDR] [--ready]   (exit 0 healthy, 1 not)
 package main
 
 import (
@@ -71,7 +72,7 @@ func newCommand() *cobra.Command {
 		RunE:          func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) },
 	}
 	cmd.Flags().StringVar(&o.config, "config", "", "pipeline config file (YAML); see docs/config.md")
-	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9464", "address of /metrics and /healthz (empty: off)")
+	cmd.Flags().StringVar(&o.metricsAddr, "metrics-addr", defaultMetricsAddr, "address of /metrics and /healthz (empty: off)")
 	cmd.Flags().StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	cmd.Flags().DurationVar(&o.shutdown, "shutdown-grace", 30*time.Second, "how long running activities may finish after SIGTERM")
@@ -80,6 +81,8 @@ func newCommand() *cobra.Command {
 	cmd.Flags().StringVar(&o.memProfile, "mem-profile", os.Getenv(memProfileEnv), "write a memory (allocs) profile to this file at shutdown (default $"+memProfileEnv+")")
 	cmd.Flags().StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go heap: auto (GOMEMLIMIT, else 75% of the container's cgroup limit, else 7 x batch.max_bytes, at least 256MiB), off, or a size such as 400MiB")
 	_ = cmd.MarkFlagRequired("config")
+	cmd.AddCommand(newHealthcheckCommand())
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd
 }
 
@@ -241,9 +244,9 @@ func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bo
 		return nil, "", fmt.Errorf("listening on --metrics-addr %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/healthz", h.handler(false))
-	mux.Handle("/readyz", h.handler(true))
+	mux.Handle(metrics.Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle(healthPath, h.handler(false))
+	mux.Handle(readyPath, h.handler(true))
 	if withPprof {
 		handlePprof(mux)
 	}

@@ -7,13 +7,12 @@ package temporalconn
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/tlsfiles"
 )
 
 // Options returns the client options of t: HostPort, Namespace and ConnectionOptions (TLS,
@@ -36,27 +35,9 @@ func Options(t config.Temporal) (client.Options, error) {
 
 // TLSConfig is the TLS configuration of s: the server is verified against the CA file (else the
 // system's roots), under ServerName when set, and the client certificate is presented when set.
+// There is no setting to skip verifying the server.
 func TLSConfig(s config.TemporalTLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: s.ServerName}
-	if s.CAFile != "" {
-		pem, err := os.ReadFile(s.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading temporal.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("temporal.tls.ca_file %s holds no PEM certificate; give the CA bundle that signs the Temporal frontend's certificate", s.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if s.CertFile != "" || s.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(s.CertFile, s.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("loading the client certificate (temporal.tls.cert_file %s, temporal.tls.key_file %s): %w", s.CertFile, s.KeyFile, err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
+	return tlsfiles.Config(tlsfiles.Files{Key: "temporal.tls", CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName})
 }
 
 // Dial connects to the Temporal frontend t names with base's other options (logger, metrics).

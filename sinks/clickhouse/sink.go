@@ -12,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/tlsfiles"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -54,8 +55,12 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 		MaxIdleConns: cfg.MaxOpenConns,
 		Compression:  &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
 	}
-	if cfg.TLS {
-		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.TLS.On() {
+		tc, err := TLSConfig(cfg.TLS)
+		if err != nil {
+			return nil, sinks.Poison(err)
+		}
+		opts.TLS = tc
 	}
 	// The sink's own database may not exist yet: connect to "default" and qualify every name.
 	opts.Auth.Database = config.DefaultClickHouseDatabase
@@ -69,6 +74,15 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// TLSConfig is the TLS configuration of sink.clickhouse.tls: the server verified against
+// ca_file (else the system's roots) under server_name when set, the client certificate
+// presented when set, verification skipped only when insecure_skip_verify says so. A CA file
+// that is missing or holds no certificate is an error naming sink.clickhouse.tls.ca_file.
+func TLSConfig(t config.ClickHouseTLS) (*tls.Config, error) {
+	return tlsfiles.Config(tlsfiles.Files{Key: "sink.clickhouse.tls", CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
+		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify})
 }
 
 // detect reads the server's version and resolves the layout of new tables.
