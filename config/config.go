@@ -161,6 +161,10 @@ type IcebergMaintenance struct {
 	CompactEveryCommits int `json:"compact_every_commits"`
 	// ExpireSnapshotsAfter expires snapshots older than this (default 24h).
 	ExpireSnapshotsAfter Duration `json:"expire_snapshots_after"`
+	// RemoveOrphansAfter deletes files under a table's location that no snapshot references once
+	// they are older than this (default 1h): files of commits that failed with an unknown
+	// outcome. Younger files are kept, as they may belong to a commit in flight.
+	RemoveOrphansAfter Duration `json:"remove_orphans_after"`
 }
 
 // ClickHouse is a ClickHouse destination reached over the native protocol.
@@ -248,6 +252,8 @@ type Table struct {
 	// Where is a row filter in SQL (the publication's WHERE for the table, Postgres 15+): only
 	// rows for which it is true are replicated, and the backfill reads with the same WHERE.
 	Where string `json:"where,omitempty"`
+	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
+	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }
 
 // Metadata materializes the context column __<From> as the destination column As. From is one

@@ -35,6 +35,7 @@ func (v *validator) tables(c *Config) {
 		v.metadata(p, t.Metadata)
 		v.key(p+".key", t.Key)
 		v.filters(p, t)
+		v.tableIceberg(p+".iceberg", t, c.Sink.Type)
 	}
 }
 
