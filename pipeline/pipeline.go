@@ -143,11 +143,22 @@ func (s *Sinks) Close(ctx context.Context) error {
 	return err
 }
 
+// IcebergTables are the configured Iceberg layouts (tables[].iceberg) by target.
+func IcebergTables(cfg *config.Config) map[string]iceberg.TableLayout {
+	out := map[string]iceberg.TableLayout{}
+	for _, t := range cfg.Tables {
+		if t.Iceberg != nil {
+			out[t.Target] = *t.Iceberg
+		}
+	}
+	return out
+}
+
 // Open opens the sink cfg configures, handing it its section of the config as it is.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink, error) {
 	switch {
 	case cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil:
-		s, err := iceberg.New(ctx, *cfg.Sink.Iceberg, iceberg.Options{Logger: log})
+		s, err := iceberg.New(ctx, *cfg.Sink.Iceberg, iceberg.Options{Logger: log, Tables: IcebergTables(cfg)})
 		if err != nil {
 			return nil, fmt.Errorf("opening the iceberg sink: %w", err)
 		}
