@@ -91,6 +91,15 @@ type change struct {
 func (e *eventsTable) apply(changes ...change) {
 	e.t.Helper()
 	e.lsn += 0x100
+	b := e.batchOf(changes...)
+	if err := e.sink.Apply(e.t.Context(), b); err != nil {
+		e.t.Fatalf("Apply at %x: %v", e.lsn, err)
+	}
+}
+
+// batchOf builds the stream batch of changes at e.lsn and applies them to the model.
+func (e *eventsTable) batchOf(changes ...change) sinks.Batch {
+	e.t.Helper()
 	var chs []batch.Change
 	for i, c := range changes {
 		vals := []batch.Value{txt(strconv.FormatInt(c.id, 10)), {Null: true}, {Null: true}}
@@ -119,10 +128,7 @@ func (e *eventsTable) apply(changes ...change) {
 			}
 		}
 	}
-	b := sinktest.Batch(e.t, e.spec, batch.PhaseStream, batch.Position{LSN: e.lsn, Seq: uint32(max(len(chs)-1, 0))}, chs...)
-	if err := e.sink.Apply(e.t.Context(), b); err != nil {
-		e.t.Fatalf("Apply at %x: %v", e.lsn, err)
-	}
+	return sinktest.Batch(e.t, e.spec, batch.PhaseStream, batch.Position{LSN: e.lsn, Seq: uint32(max(len(chs)-1, 0))}, chs...)
 }
 
 func (e *eventsTable) table() *table.Table {
