@@ -23,6 +23,7 @@ func TestIcebergPartitionedPipeline(t *testing.T) {
 	t.Parallel()
 	ch := testenv.NewChDB(t)
 	p := newPipelineWith(t, pipelineOptions{
+		Tables: []string{"public.events:raw.events"},
 		SetupSQL: []string{
 			`CREATE TABLE public.events (id bigint PRIMARY KEY, created_at timestamptz NOT NULL, name text)`,
 			`INSERT INTO public.events SELECT g, timestamptz '2026-11-01 08:00+00' + (g % 5) * interval '1 day' + g * interval '1 second', 'e' || g
