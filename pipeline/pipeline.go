@@ -154,6 +154,30 @@ func IcebergTables(cfg *config.Config) map[string]iceberg.TableLayout {
 	return out
 }
 
+// CheckTable is the destination's check of a table's layout for `sluice check`
+// (source.Config.CheckTable): an Iceberg target's partition_by and sort_by against the schema
+// read from the source. Nil for sinks that have nothing to check.
+func CheckTable(cfg *config.Config) func(batch.Schema) error {
+	if cfg.Sink.Type != config.SinkIceberg || cfg.Sink.Iceberg == nil {
+		return nil
+	}
+	return func(s batch.Schema) error {
+		for _, t := range cfg.Tables {
+			if name, _ := t.SourceName(); name != s.Table {
+				continue
+			}
+			spec := TableConfig(cfg, t).Spec
+			spec.Schema = s
+			var layout iceberg.TableLayout
+			if t.Iceberg != nil {
+				layout = *t.Iceberg
+			}
+			return iceberg.CheckLayout(spec, layout, cfg.Sink.Iceberg.PartitionBuckets)
+		}
+		return nil
+	}
+}
+
 // Open opens the sink cfg configures, handing it its section of the config as it is.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink, error) {
 	switch {

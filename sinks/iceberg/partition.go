@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
@@ -27,11 +28,15 @@ type shape struct {
 	props     iceberg.Properties
 }
 
-// shapeOf returns the layout configured for spec's target: its tables[].iceberg section, the
-// sink's partition_buckets on the first key column when that section partitions nothing.
+// shapeOf returns the layout configured for spec's target (shapeFor).
 func (s *Sink) shapeOf(spec sinks.TableSpec, l layout) (shape, error) {
+	return shapeFor(s.tables[spec.Target], s.cfg.PartitionBuckets, l)
+}
+
+// shapeFor is the layout tl asks for: its partition fields, or partitionBuckets on the first key
+// column when it partitions nothing.
+func shapeFor(tl TableLayout, partitionBuckets int, l layout) (shape, error) {
 	var sh shape
-	tl := s.tables[spec.Target]
 	var err error
 	if sh.partition, err = tl.PartitionFields(); err != nil {
 		return shape{}, sinks.Poisonf("table %s: tables[].iceberg.partition_by: %w", l.table, err)
@@ -39,8 +44,8 @@ func (s *Sink) shapeOf(spec sinks.TableSpec, l layout) (shape, error) {
 	if sh.sort, err = tl.SortFields(); err != nil {
 		return shape{}, sinks.Poisonf("table %s: tables[].iceberg.sort_by: %w", l.table, err)
 	}
-	if len(sh.partition) == 0 && s.cfg.PartitionBuckets > 0 {
-		sh.partition = []config.PartitionField{{Transform: config.TransformBucket, Param: s.cfg.PartitionBuckets, Column: l.keyCols()[0].name}}
+	if len(sh.partition) == 0 && partitionBuckets > 0 {
+		sh.partition = []config.PartitionField{{Transform: config.TransformBucket, Param: partitionBuckets, Column: l.keyCols()[0].name}}
 	}
 	if len(tl.Properties) > 0 {
 		sh.props = iceberg.Properties{}
@@ -49,6 +54,35 @@ func (s *Sink) shapeOf(spec sinks.TableSpec, l layout) (shape, error) {
 		}
 	}
 	return sh, nil
+}
+
+// CheckLayout checks, without a catalog, what EnsureTable checks of a table's layout before it
+// creates the table: that the partition and sort columns are columns of spec's table and that
+// their transforms suit their types. sluice check calls it with the schema read from the source.
+func CheckLayout(spec sinks.TableSpec, tl TableLayout, partitionBuckets int) error {
+	rec, err := batch.ArrowSchema(spec.Schema)
+	if err != nil {
+		return err
+	}
+	l, err := newLayout(spec, rec)
+	if err != nil {
+		return err
+	}
+	sc, err := l.icebergSchema()
+	if err != nil {
+		return err
+	}
+	sh, err := shapeFor(tl, partitionBuckets, l)
+	if err != nil {
+		return err
+	}
+	for _, f := range sh.partition {
+		if _, _, err := resolveTransform(l.table, sc, f, "partition_by"); err != nil {
+			return err
+		}
+	}
+	_, err = sortOrder(l.table, sc, sh.sort)
+	return err
 }
 
 // resolveTransform finds f's column in sc and checks that its transform applies to the column's

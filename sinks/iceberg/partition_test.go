@@ -336,9 +336,16 @@ func TestPartitionLayoutErrors(t *testing.T) {
 			if !sinks.IsPoison(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("EnsureTable = %v; want poison containing %q", err, tc.want)
 			}
+			// sluice check finds the same problem without a catalog.
+			if err := CheckLayout(eventsSpec("raw.events"), tc.layout, 0); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("CheckLayout = %v; want an error containing %q", err, tc.want)
+			}
 		})
 	}
 
+	if err := CheckLayout(eventsSpec("raw.events"), TableLayout{PartitionBy: []string{"day(created_at)", "bucket(16, id)"}, SortBy: []string{"name"}}, 0); err != nil {
+		t.Errorf("CheckLayout of a valid layout: %v", err)
+	}
 	e := newEventsTable(t, &TableLayout{PartitionBy: []string{"day(created_at)"}})
 	e.apply(change{id: 1, at: day(1, 0), name: "a"})
 	e.sink.tables["raw.events"] = TableLayout{PartitionBy: []string{"month(created_at)"}}
