@@ -161,6 +161,10 @@ type IcebergMaintenance struct {
 	CompactEveryCommits int `json:"compact_every_commits"`
 	// ExpireSnapshotsAfter expires snapshots older than this (default 24h).
 	ExpireSnapshotsAfter Duration `json:"expire_snapshots_after"`
+	// RemoveOrphansAfter deletes files under a table's location that no snapshot references once
+	// they are older than this (default 1h): files of commits that failed with an unknown
+	// outcome. Younger files are kept, as they may belong to a commit in flight.
+	RemoveOrphansAfter Duration `json:"remove_orphans_after"`
 }
 
 // ClickHouse is a ClickHouse destination reached over the native protocol.
@@ -273,6 +277,8 @@ type Table struct {
 	// show (a partition attached with rows, detached, dropped or truncated): resync (the
 	// default) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
+	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
+	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }
 
 // Metadata materializes the context column __<From> as the destination column As. From is one

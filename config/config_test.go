@@ -74,7 +74,7 @@ func TestDemo(t *testing.T) {
 		Sink: Sink{Type: "iceberg", Iceberg: &Iceberg{
 			Catalog:             IcebergCatalog{Type: "sql", URI: ".stack/demo/catalog.db", Dialect: "sqlite", Name: "demo"},
 			Warehouse:           ".stack/demo/warehouse",
-			Maintenance:         IcebergMaintenance{CompactEveryCommits: 100, ExpireSnapshotsAfter: Duration(24 * time.Hour)},
+			Maintenance:         IcebergMaintenance{CompactEveryCommits: 100, ExpireSnapshotsAfter: Duration(24 * time.Hour), RemoveOrphansAfter: Duration(time.Hour)},
 			CompressionLevel:    1,
 			TargetFileSizeBytes: 128 * MiB,
 		}},
@@ -120,7 +120,7 @@ func TestDefaults(t *testing.T) {
 		{"catalog name", nil, func(c *Config) (any, any) { return c.Sink.Iceberg.Catalog.Name, "sluice" }},
 		{"rest has no dialect", []edit{set("sink.iceberg.catalog", map[string]any{"type": "rest", "uri": "http://h:8181"})}, func(c *Config) (any, any) { return c.Sink.Iceberg.Catalog.Dialect, "" }},
 		{"maintenance", nil, func(c *Config) (any, any) {
-			return c.Sink.Iceberg.Maintenance, IcebergMaintenance{100, Duration(24 * time.Hour)}
+			return c.Sink.Iceberg.Maintenance, IcebergMaintenance{100, Duration(24 * time.Hour), Duration(time.Hour)}
 		}},
 		{"clickhouse", []edit{clickhouseSink()}, func(c *Config) (any, any) {
 			return *c.Sink.ClickHouse, ClickHouse{Addr: "127.0.0.1:9000", Database: "default", Username: "default", Schema: "auto",

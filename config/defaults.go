@@ -11,6 +11,7 @@ const (
 	DefaultCatalogName                 = "sluice"
 	DefaultCompactEveryCommits         = 100
 	DefaultExpireSnapshotsAfter        = Duration(24 * 3600 * 1e9) // 24h
+	DefaultRemoveOrphansAfter          = Duration(3600 * 1e9)      // 1h
 	DefaultCompressionLevel            = 1                         // zstd's fastest
 	DefaultTargetFileSizeBytes         = 128 * MiB
 	DefaultClickHouseDatabase          = "default"
@@ -64,6 +65,7 @@ func (ice *Iceberg) applyDefaults() {
 	setDefault(&ice.Catalog.Name, DefaultCatalogName)
 	setDefault(&ice.Maintenance.CompactEveryCommits, DefaultCompactEveryCommits)
 	setDefault(&ice.Maintenance.ExpireSnapshotsAfter, DefaultExpireSnapshotsAfter)
+	setDefault(&ice.Maintenance.RemoveOrphansAfter, DefaultRemoveOrphansAfter)
 	setDefault(&ice.CompressionLevel, DefaultCompressionLevel)
 	setDefault(&ice.TargetFileSizeBytes, DefaultTargetFileSizeBytes)
 }

@@ -140,6 +140,11 @@ func docSamples() map[string]any {
 		"tables[].exclude_columns":                        []any{"secret"},
 		"tables[].where":                                  "status <> 'archived'",
 		"tables[].on_partition_change":                    "stop",
+		"tables[].iceberg.partition_by":                   []any{"truncate(4, name)", "bucket(16, id)"},
+		"tables[].iceberg.sort_by":                        []any{"id desc"},
+		"tables[].iceberg.properties[].key":               "write.metadata.previous-versions-max",
+		"tables[].iceberg.properties[].value":             "20",
+		"sink.iceberg.maintenance.remove_orphans_after":   "2h",
 	}
 }
 
@@ -161,13 +166,17 @@ func docVariants() []struct {
 			[]string{"sink.iceberg.catalog.credential", "sink.iceberg.catalog.token", "tables[].exclude_columns"}},
 		{"iceberg rest catalog", SinkIceberg, map[string]any{"sink.iceberg.catalog.type": "rest", "sink.iceberg.catalog.uri": "https://catalog.internal/api"},
 			[]string{"sink.iceberg.catalog.dialect", "tables[].exclude_columns"}},
-		{"clickhouse", SinkClickHouse, nil, []string{"tables[].exclude_columns", "sink.clickhouse.tls.insecure_skip_verify"}},
+		{"clickhouse", SinkClickHouse, nil, append([]string{"tables[].exclude_columns", "sink.clickhouse.tls.insecure_skip_verify"}, icebergTableKeys...)},
 		{"clickhouse without verifying", SinkClickHouse, map[string]any{"sink.clickhouse.tls.insecure_skip_verify": true},
-			[]string{"tables[].exclude_columns", "sink.clickhouse.tls.ca_file", "sink.clickhouse.tls.server_name"}},
-		{"couchbase", SinkCouchbase, nil, []string{"tables[].columns"}},
-		{"plugin", SinkPlugin, nil, []string{"tables[].columns"}},
+			append([]string{"tables[].exclude_columns", "sink.clickhouse.tls.ca_file", "sink.clickhouse.tls.server_name"}, icebergTableKeys...)},
+		{"couchbase", SinkCouchbase, nil, append([]string{"tables[].columns"}, icebergTableKeys...)},
+		{"plugin", SinkPlugin, nil, append([]string{"tables[].columns"}, icebergTableKeys...)},
 	}
 }
+
+// icebergTableKeys are the tables[] keys only an Iceberg sink accepts.
+var icebergTableKeys = []string{"tables[].iceberg.partition_by", "tables[].iceberg.sort_by",
+	"tables[].iceberg.properties[].key", "tables[].iceberg.properties[].value"}
 
 // secretFileKey reports whether path is the <key>_file of a documented secret <key>: it cannot
 // be set beside its secret, so TestSecretFilesLoad loads it instead.

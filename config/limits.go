@@ -31,6 +31,10 @@ const (
 	// rewrites the table's metadata file, which lists every snapshot until maintenance expires
 	// them, so the cost of a commit grows with the commits between two maintenance runs.
 	MaxCompactEveryCommits = 10_000
+	// MinRemoveOrphansAfter bounds sink.iceberg.maintenance.remove_orphans_after from below: a
+	// commit writes its files before the catalog makes them referenced, and a commit of a slow
+	// catalog or object store, or an attempt that outlived its heartbeat, can take minutes.
+	MinRemoveOrphansAfter = Duration(10 * 60 * 1e9) // 10m
 	// MinCompressionLevel and MaxCompressionLevel are zstd's levels.
 	MinCompressionLevel = 1
 	MaxCompressionLevel = 22

@@ -247,6 +247,23 @@ func problemCases() []problemCase {
 
 		// tables
 		{"no tables", []edit{set("tables", []any{})}, []want{{"tables", "no tables; list at least one"}}},
+		{"iceberg layout", []edit{set("tables.0.iceberg", map[string]any{
+			"partition_by": []any{"day(created_at)", "bucket(16, id)", "truncate[4](name)", "region", `hours("Created At")`},
+			"sort_by":      []any{"created_at desc", "id asc nulls first", "day(created_at)"},
+			"properties":   []any{map[string]any{"key": "write.metadata.previous-versions-max", "value": "10"}}})}, nil},
+		{"iceberg flow list split at a comma", []edit{set("tables.0.iceberg.partition_by", []any{"day(created_at)", "bucket(16", "id)"})}, nil},
+		{"iceberg unknown transform", []edit{set("tables.0.iceberg.partition_by", []any{"week(created_at)"})}, []want{{"tables[0].iceberg.partition_by[0]", `unknown transform "week"; write a column name, bucket(N, col)`}}},
+		{"iceberg bucket without N", []edit{set("tables.0.iceberg.partition_by", []any{"bucket(id)"})}, []want{{"tables[0].iceberg.partition_by[0]", "bucket needs a number of buckets N; write bucket(N, col)"}}},
+		{"iceberg bucket zero", []edit{set("tables.0.iceberg.partition_by", []any{"bucket(0, id)"})}, []want{{"tables[0].iceberg.partition_by[0]", `bucket needs a number of buckets N of at least 1, not "0"`}}},
+		{"iceberg truncate width", []edit{set("tables.0.iceberg.partition_by", []any{"truncate(x, name)"})}, []want{{"tables[0].iceberg.partition_by[0]", `truncate needs a width W of at least 1, not "x"`}}},
+		{"iceberg day parameter", []edit{set("tables.0.iceberg.partition_by", []any{"day[2](created_at)"})}, []want{{"tables[0].iceberg.partition_by[0]", "day takes no parameter"}}},
+		{"iceberg repeated field", []edit{set("tables.0.iceberg.partition_by", []any{"day(ts)", "days(ts)"})}, []want{{"tables[0].iceberg.partition_by[1]", "repeats tables[0].iceberg.partition_by[0]"}}},
+		{"iceberg column not replicated", []edit{set("tables.0.columns", []any{"id", "name"}), set("tables.0.iceberg.partition_by", []any{"day(created_at)"})}, []want{{"tables[0].iceberg.partition_by[0]", "column created_at is not in the table's columns list"}}},
+		{"iceberg sort nulls", []edit{set("tables.0.iceberg.sort_by", []any{"id nulls middle"})}, []want{{"tables[0].iceberg.sort_by[0]", "write nulls first or nulls last"}}},
+		{"iceberg reserved property", []edit{set("tables.0.iceberg.properties", []any{map[string]any{"key": "format-version", "value": "3"}})}, []want{{"tables[0].iceberg.properties[0].key", "format-version cannot be set: the sink creates format version 2 tables"}}},
+		{"iceberg property repeated", []edit{set("tables.0.iceberg.properties", []any{map[string]any{"key": "a.b", "value": "1"}, map[string]any{"key": "a.b", "value": "2"}})}, []want{{"tables[0].iceberg.properties[1].key", "a.b is already set by tables[0].iceberg.properties[0]"}}},
+		{"iceberg layout with clickhouse", []edit{clickhouseSink(), set("tables.0.iceberg.partition_by", []any{"id"})}, []want{{"tables[0].iceberg", "applies only to sink.type iceberg"}}},
+		{"orphan age too small", []edit{set("sink.iceberg.maintenance.remove_orphans_after", "1m")}, []want{{"sink.iceberg.maintenance.remove_orphans_after", "is 1m0s; use at least 10m0s"}}},
 		{"source missing", []edit{del("tables.0.source")}, []want{{"tables[0].source", "missing; set the schema-qualified Postgres table"}}},
 		{"source not qualified", []edit{set("tables.0.source", "orders")}, []want{{"tables[0].source", `"orders" is not schema-qualified; write schema.table, such as public.orders`}}},
 		{"source three parts", []edit{set("tables.0.source", "db.public.orders")}, []want{{"tables[0].source", `"db.public.orders" has 3 parts`}}},

@@ -117,6 +117,9 @@ func (v *validator) iceberg(ice *Iceberg) {
 	if ice.Maintenance.ExpireSnapshotsAfter <= 0 {
 		v.ps.add(p+"maintenance.expire_snapshots_after", "is %s; it must be positive, such as 24h", ice.Maintenance.ExpireSnapshotsAfter)
 	}
+	if d := ice.Maintenance.RemoveOrphansAfter; d < MinRemoveOrphansAfter {
+		v.ps.add(p+"maintenance.remove_orphans_after", "is %s; use at least %s: a younger unreferenced file may belong to a commit still in flight", d, MinRemoveOrphansAfter)
+	}
 	if n := ice.CompressionLevel; n < MinCompressionLevel || n > MaxCompressionLevel {
 		v.ps.add(p+"compression_level", "is %d; use a zstd level from %d (fastest, the default) to %d (smallest files)", n, MinCompressionLevel, MaxCompressionLevel)
 	}

@@ -38,6 +38,7 @@ func (v *validator) tables(c *Config) {
 		if t.OnPartitionChange != "" && !slices.Contains(partitionPolicies, t.OnPartitionChange) {
 			v.ps.add(p+".on_partition_change", "%q is not a reaction; use one of %s", t.OnPartitionChange, strings.Join(partitionPolicies, ", "))
 		}
+		v.tableIceberg(p+".iceberg", t, c.Sink.Type)
 	}
 }
 

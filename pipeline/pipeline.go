@@ -144,11 +144,46 @@ func (s *Sinks) Close(ctx context.Context) error {
 	return err
 }
 
+// IcebergTables are the configured Iceberg layouts (tables[].iceberg) by target.
+func IcebergTables(cfg *config.Config) map[string]iceberg.TableLayout {
+	out := map[string]iceberg.TableLayout{}
+	for _, t := range cfg.Tables {
+		if t.Iceberg != nil {
+			out[t.Target] = *t.Iceberg
+		}
+	}
+	return out
+}
+
+// CheckTable is the destination's check of a table's layout for `sluice check`
+// (source.Config.CheckTable): an Iceberg target's partition_by and sort_by against the schema
+// read from the source. Nil for sinks that have nothing to check.
+func CheckTable(cfg *config.Config) func(batch.Schema) error {
+	if cfg.Sink.Type != config.SinkIceberg || cfg.Sink.Iceberg == nil {
+		return nil
+	}
+	return func(s batch.Schema) error {
+		for _, t := range cfg.Tables {
+			if name, _ := t.SourceName(); name != s.Table {
+				continue
+			}
+			spec := TableConfig(cfg, t).Spec
+			spec.Schema = s
+			var layout iceberg.TableLayout
+			if t.Iceberg != nil {
+				layout = *t.Iceberg
+			}
+			return iceberg.CheckLayout(spec, layout, cfg.Sink.Iceberg.PartitionBuckets)
+		}
+		return nil
+	}
+}
+
 // Open opens the sink cfg configures, handing it its section of the config as it is.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink, error) {
 	switch {
 	case cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil:
-		s, err := iceberg.New(ctx, *cfg.Sink.Iceberg, iceberg.Options{Logger: log})
+		s, err := iceberg.New(ctx, *cfg.Sink.Iceberg, iceberg.Options{Logger: log, Tables: IcebergTables(cfg)})
 		if err != nil {
 			return nil, fmt.Errorf("opening the iceberg sink: %w", err)
 		}

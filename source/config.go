@@ -50,6 +50,9 @@ type Config struct {
 	// CheckType reports whether the destination side can carry a column of this type; nil means
 	// batch's Arrow mapping (ArrowSchema). Check adds the table and column to its error.
 	CheckType func(batch.Column) error
+	// CheckTable reports whether the destination can lay out a table of this schema as
+	// configured (an Iceberg target's partition and sort columns); nil checks nothing.
+	CheckTable func(batch.Schema) error
 }
 
 var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)

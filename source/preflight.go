@@ -87,6 +87,11 @@ func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
 			checkType = arrowTypeCheck(s.Table)
 		}
 		add(typeProblems(s, checkType)...)
+		if cfg.CheckTable != nil {
+			if err := cfg.CheckTable(s); err != nil {
+				add(Problem{Subject: "table " + s.Table.String(), Message: err.Error(), Fix: "change the table's destination settings in the config"})
+			}
+		}
 	}
 	return problems, nil
 }

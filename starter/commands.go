@@ -32,6 +32,7 @@ func checkCmd(a *app) *cobra.Command {
 				return err
 			}
 			sc, _ := pipeline.SourceConfigs(cfg)(cfg.Pipeline)
+			sc.CheckTable = pipeline.CheckTable(cfg)
 			problems, err := source.Check(cmd.Context(), sc)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)

@@ -133,3 +133,19 @@ func valueText(col arrow.Array, r int) string {
 
 // timestampLayout is the canonical text of timestamps in comparisons.
 const timestampLayout = "2006-01-02T15:04:05.000000Z"
+
+// IcebergLocation returns the location of an Iceberg target of cfg's sink (a file:// or s3://
+// URL), for engines that read the table from its files.
+func IcebergLocation(ctx context.Context, cfg *config.Config, target string) (string, error) {
+	sink, err := openIceberg(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer sink.Close(context.WithoutCancel(ctx))
+	ns, name, _ := strings.Cut(target, ".")
+	tbl, err := sink.Catalog().LoadTable(ctx, table.Identifier{ns, name})
+	if err != nil {
+		return "", fmt.Errorf("loading iceberg table %s: %w", target, err)
+	}
+	return tbl.Location(), nil
+}

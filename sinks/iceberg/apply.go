@@ -264,17 +264,48 @@ func (s *Sink) writeDeletes(ctx context.Context, tx *table.Transaction, tbl *tab
 		return nil, nil
 	}
 	keys := l.keyCols()
-	rec, err := project(ctx, b.Record, p.delKey, keys, tbl.Schema())
-	if err != nil {
-		return nil, fmt.Errorf("table %s: %w", l.table, err)
-	}
-	defer rec.Release()
 	ids := make([]int, len(keys))
 	for i, k := range keys {
 		f, _ := tbl.Schema().FindFieldByName(k.name)
 		ids[i] = f.ID
 	}
-	files, err := tx.WriteEqualityDeletes(ctx, ids, one(rec))
+	// A delete carries only the key, and an update the new image: the partition a row is in
+	// follows from its key only when the table is partitioned by key columns alone. Otherwise
+	// each delete goes where the row it deletes is (deletesScope).
+	scope, specID, err := deletesScope(tbl, l)
+	if err != nil {
+		return nil, err
+	}
+	var recs []arrow.RecordBatch
+	if scope == scopeOldImage {
+		recs, err = oldImages(ctx, tbl, b, p.delKey, l)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", l.table, err)
+		}
+	} else {
+		rec, err := project(ctx, b.Record, p.delKey, keys, tbl.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", l.table, err)
+		}
+		recs = []arrow.RecordBatch{rec}
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	if len(recs) == 0 {
+		return nil, nil // none of the keys is in the table
+	}
+	writer := tx
+	if scope == scopeGlobal {
+		global, err := globalDeleteWriter(tbl, specID)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", l.table, err)
+		}
+		writer = global.NewTransaction()
+	}
+	files, err := writer.WriteEqualityDeletes(ctx, ids, all(recs))
 	if err != nil {
 		return files, classifyWrite(fmt.Errorf("table %s: writing equality delete file: %w", l.table, err))
 	}

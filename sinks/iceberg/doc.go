@@ -13,12 +13,15 @@
 // has removed those ancestors. The commit is a compare-and-swap on the branch head, so two writers
 // of one table cannot both advance it from the same base.
 //
-// Tables are unpartitioned unless Config.PartitionBuckets asks for bucket(N) on the first key
-// column. Partitioning on anything but a key transform is not offered: an equality delete only
-// reaches data files of its own partition, and an update that moved a row to another partition
-// would leave the old image visible because the sink only knows the new one.
+// Tables are laid out as tables[].iceberg configures (partition.go): partitioned by identity,
+// bucket, truncate or year/month/day/hour transforms, sorted, with extra properties; otherwise
+// unpartitioned, or bucket(N) of the first key column with Config.PartitionBuckets. An equality
+// delete reaches only data files of its own partition, and the batch knows only a row's key and
+// new image, so on a table partitioned by other columns each delete is written with the key and
+// partition columns of the row the table holds under that key (read at the branch head the
+// commit is pinned to): an update that moves a row to another partition deletes it where it was.
 //
-// Maintain (sinks.Maintainer) compacts small data files and dead delete files, rewrites manifests
-// and expires snapshots while keeping the position readable; the TableWorkflow's MaintainTable
+// Maintain (sinks.Maintainer) compacts small data files and dead delete files, rewrites manifests,
+// expires snapshots and removes orphan files while keeping the position readable; the TableWorkflow's MaintainTable
 // activity calls it every N committed batches, with the options given in Options.Maintenance.
 package iceberg

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/compaction"
 
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -36,9 +37,10 @@ type MaintenanceOptions struct {
 }
 
 // DefaultMaintenanceOptions are the settings the scheduled maintenance uses unless configured:
-// snapshots are kept for an hour so running readers are not cut off.
+// snapshots are kept for an hour so running readers are not cut off, and unreferenced files for
+// sink.iceberg.maintenance.remove_orphans_after's default.
 func DefaultMaintenanceOptions() MaintenanceOptions {
-	return MaintenanceOptions{RetainSnapshots: 10, MaxSnapshotAge: time.Hour, OrphanFileAge: 72 * time.Hour}
+	return MaintenanceOptions{RetainSnapshots: 10, MaxSnapshotAge: time.Hour, OrphanFileAge: config.DefaultRemoveOrphansAfter.D()}
 }
 
 // MaintenanceResult says what Maintain did.

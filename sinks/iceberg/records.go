@@ -132,6 +132,18 @@ func one(rec arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
 	}
 }
 
+// all yields the record batches, each with its own reference (see one).
+func all(recs []arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for _, rec := range recs {
+			rec.Retain()
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
 // checkKeysNotNull rejects rows whose key columns are NULL: they cannot be upserted or deleted.
 func checkKeysNotNull(rec arrow.RecordBatch, l layout) error {
 	for _, c := range l.keyCols() {

@@ -31,6 +31,9 @@ type Options struct {
 	// DefaultMaintenanceOptions() with snapshots expired after the configured
 	// maintenance.expire_snapshots_after.
 	Maintenance *MaintenanceOptions
+	// Tables are the configured layouts (tables[].iceberg) by target; a target without one is
+	// unpartitioned (or partitioned by partition_buckets), unsorted, with the default properties.
+	Tables map[string]TableLayout
 }
 
 // Sink writes batches into Iceberg tables of one catalog. It is safe for concurrent use by
@@ -41,6 +44,7 @@ type Sink struct {
 	log         *slog.Logger
 	arrowSchema ArrowSchemaFunc
 	maintenance MaintenanceOptions
+	tables      map[string]TableLayout
 
 	// beforeCommit, when set by a test, runs between writing a batch's files and committing them.
 	beforeCommit func(context.Context)
@@ -70,10 +74,11 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	}
 	maint := DefaultMaintenanceOptions()
 	maint.MaxSnapshotAge = cfg.Maintenance.ExpireSnapshotsAfter.D()
+	maint.OrphanFileAge = cfg.Maintenance.RemoveOrphansAfter.D()
 	if opts.Maintenance != nil {
 		maint = *opts.Maintenance
 	}
-	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint}, nil
+	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint, tables: opts.Tables}, nil
 }
 
 // Catalog returns the sink's catalog, for maintenance and tests.
@@ -120,76 +125,77 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	if err != nil {
 		return err
 	}
+	sh, err := s.shapeOf(spec, l)
+	if err != nil {
+		return err
+	}
 	tbl, err := s.cat.LoadTable(ctx, ident)
 	if errors.Is(err, catalog.ErrNoSuchTable) {
-		return s.createTable(ctx, ident, l)
+		tbl, err = s.createTable(ctx, ident, l, sh)
 	}
 	if err != nil {
 		return fmt.Errorf("loading iceberg table %s: %w", spec.Target, err)
 	}
-	return s.evolve(ctx, tbl, spec.Target, l)
+	if tbl, err = s.evolve(ctx, tbl, spec.Target, l); err != nil {
+		return err
+	}
+	return s.applyShape(ctx, tbl, spec.Target, l, sh)
 }
 
-func (s *Sink) createTable(ctx context.Context, ident table.Identifier, l layout) error {
+// createTable creates the table unpartitioned, with the sink's and the configured properties;
+// applyShape partitions it next, leaving spec 0 unpartitioned for global equality deletes.
+// A table created concurrently is loaded instead.
+func (s *Sink) createTable(ctx context.Context, ident table.Identifier, l layout, sh shape) (*table.Table, error) {
 	sc, err := l.icebergSchema()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ns := catalog.NamespaceFromIdent(ident)
 	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return fmt.Errorf("creating iceberg namespace %v: %w", ns, err)
+		return nil, fmt.Errorf("creating iceberg namespace %v: %w", ns, err)
 	}
-	opts := []catalog.CreateTableOpt{catalog.WithProperties(s.tableProps())}
-	if n := s.cfg.PartitionBuckets; n > 0 {
-		key := l.keyCols()[0]
-		f, _ := sc.FindFieldByName(key.name)
-		spec := iceberg.NewPartitionSpec(iceberg.PartitionField{
-			SourceIDs: []int{f.ID}, FieldID: 1000, Name: key.name + "_bucket",
-			Transform: iceberg.BucketTransform{NumBuckets: n},
-		})
-		opts = append(opts, catalog.WithPartitionSpec(&spec))
+	props := s.tableProps()
+	for k, v := range sh.props {
+		props[k] = v
 	}
-	_, err = s.cat.CreateTable(ctx, ident, sc, opts...)
+	tbl, err := s.cat.CreateTable(ctx, ident, sc, catalog.WithProperties(props))
 	switch {
 	case errors.Is(err, catalog.ErrTableAlreadyExists):
-		// Created concurrently: check it like an existing table.
-		tbl, err := s.cat.LoadTable(ctx, ident)
-		if err != nil {
-			return fmt.Errorf("loading iceberg table %v: %w", ident, err)
-		}
-		return s.evolve(ctx, tbl, fmt.Sprint(ident), l)
+		return s.cat.LoadTable(ctx, ident)
 	case err != nil:
-		return fmt.Errorf("creating iceberg table %v: %w", ident, err)
+		return nil, fmt.Errorf("creating iceberg table %v: %w", ident, err)
 	}
 	s.log.InfoContext(ctx, "created iceberg table", "table", l.table, "target", ident)
-	return nil
+	return tbl, nil
 }
 
-// evolve adds the layout's new columns to tbl; other differences are poison.
-func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l layout) error {
+// evolve adds the layout's new columns to tbl and returns the table as committed; other
+// differences are poison.
+func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l layout) (*table.Table, error) {
 	add, err := l.schemaDiff(target, tbl.Schema())
 	if err != nil || len(add) == 0 {
-		return err
+		return tbl, err
 	}
 	tx := tbl.NewTransaction()
 	upd := tx.UpdateSchema(true, false)
 	for _, c := range add {
 		t, err := l.icebergType(c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		upd = upd.AddColumn([]string{c.name}, t, "", false, nil)
 	}
 	if err := upd.Commit(); err != nil {
-		return sinks.Poisonf("table %s: adding columns to iceberg table %s: %w", l.table, target, err)
+		return nil, sinks.Poisonf("table %s: adding columns to iceberg table %s: %w", l.table, target, err)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("committing new columns of iceberg table %s: %w", target, err)
+	tbl, err = tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("committing new columns of iceberg table %s: %w", target, err)
 	}
 	for _, c := range add {
 		s.log.InfoContext(ctx, "added column", "table", l.table, "target", target, "column", c.name)
 	}
-	return nil
+	return tbl, nil
 }
 
 // Position returns the committed position of the target table, read from the table itself.
