@@ -106,6 +106,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 	res, err := reader.Read(ctx, reader.Config{
 		Pipeline:    in.Pipeline,
 		Source:      in.Source,
+		SlotSince:   in.SlotSince,
 		Schemas:     schemas,
 		Limits:      batch.Limits{MaxRows: in.MaxRows, MaxBytes: int(in.MaxBytes), MaxWait: in.MaxWait},
 		RunFor:      in.RunFor,
@@ -113,6 +114,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 		Compression: a.Compression,
 	}, reader.Deps{
 		Store:   a.Staging,
+		Marks:   a.Staging,
 		Tables:  tables,
 		Metrics: a.Metrics,
 		OpenFetcher: func(ctx context.Context) (reader.Fetcher, error) {
