@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -230,4 +232,118 @@ func TestFastShutdownWhileHolding(t *testing.T) {
 	p.exec(`UPDATE public.items SET qty = qty + 1 WHERE id > 150`, itemsSeed(201, 230))
 	p.sluice("resume", "--table", "public.items")
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+}
+
+// Retained WAL bounds of TestIdleTablesHoldNoWAL once the writes elsewhere stop (see
+// docs/operations.md, "Idle tables hold no WAL"): the slot's confirmed_flush_lsn follows the
+// server's WAL end through keepalives (one status update, 5 s, behind at most), and its
+// restart_lsn follows the running-transactions record Postgres logs every 15 s while WAL is
+// written and at every checkpoint; once idle, both end within a few records of the WAL end.
+const (
+	idleRetainedBound  = 64 << 10 // pg_current_wal_lsn - restart_lsn
+	idleConfirmedBound = 64 << 10 // pg_current_wal_lsn - confirmed_flush_lsn
+	idleSettleWithin   = time.Minute
+)
+
+// slotLag returns the server's WAL end and how far the slot's restart_lsn and
+// confirmed_flush_lsn are behind it, in bytes.
+func slotLag(ctx context.Context, dsn, slot string) (current string, retained, unconfirmed int64, err error) {
+	err = queryRowDSN(ctx, dsn, fmt.Sprintf(`SELECT pg_current_wal_lsn()::text,
+		pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint
+		FROM pg_replication_slots WHERE slot_name = '%s'`, slot), &current, &retained, &unconfirmed)
+	return
+}
+
+// TestIdleTablesHoldNoWAL: while the pipeline's table is idle and other tables write about 1 GB
+// of WAL, in the same database and in another database of the same server, the slot keeps
+// advancing: during the writes it trails by seconds of WAL, never by what was written, and once
+// they stop the WAL it retains and the WAL it has not confirmed are under the bounds above
+// within idleSettleWithin.
+func TestIdleTablesHoldNoWAL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, pg := privateService(t, devstack.ServicePostgres)
+	if err := execSQL(ctx, pg.URL, "CREATE DATABASE idle_src", "CREATE DATABASE idle_noise"); err != nil {
+		t.Fatal(err)
+	}
+	dbURL := func(name string) string {
+		u, err := url.Parse(pg.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path = "/" + name
+		return u.String()
+	}
+	const noiseDDL = `CREATE TABLE noise (id int PRIMARY KEY, pad text)`
+	const noiseSeed = `INSERT INTO noise SELECT g, repeat(md5(g::text), 30) FROM generate_series(1, 50000) g`
+	p := newIcebergPipeline(t, dbURL("idle_src"), []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100), noiseDDL, noiseSeed)
+	p.worker("worker")
+	p.sluice("start")
+	p.waitStream(itemsTable)
+	slot := p.cfg.Source.Slot
+	noise := []string{dbURL("idle_src"), dbURL("idle_noise")}
+	if err := execSQL(ctx, noise[1], noiseDDL, noiseSeed); err != nil {
+		t.Fatal(err)
+	}
+
+	var startLSN string
+	if err := queryRowDSN(ctx, pg.URL, `SELECT pg_current_wal_lsn()::text`, &startLSN); err != nil {
+		t.Fatal(err)
+	}
+	const target = 1 << 30
+	var (
+		written, maxRetained, maxUnconfirmed int64
+		round                                int
+		began                                = time.Now()
+	)
+	for written < target {
+		round++
+		// Each round rewrites every row of one database's noise table (about 60 MB of WAL).
+		if err := execSQL(ctx, noise[round%2], fmt.Sprintf(`UPDATE noise SET pad = repeat(md5((id + %d)::text), 30)`, round)); err != nil {
+			t.Fatal(err)
+		}
+		if err := queryRowDSN(ctx, pg.URL, fmt.Sprintf(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '%s')::bigint`, startLSN), &written); err != nil {
+			t.Fatal(err)
+		}
+		_, retained, unconfirmed, err := slotLag(ctx, pg.URL, slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxRetained, maxUnconfirmed = max(maxRetained, retained), max(maxUnconfirmed, unconfirmed)
+	}
+	took := time.Since(began)
+	t.Logf("wrote %d MB of WAL in %d rounds in %s (%.0f MB/s); during the writes the slot retained at most %d MB and left at most %d MB unconfirmed",
+		written>>20, round, took.Round(time.Second), float64(written)/float64(1<<20)/took.Seconds(), maxRetained>>20, maxUnconfirmed>>20)
+	// During the writes the slot trails by what is written between two running-transactions
+	// records (15 s) and a status update (5 s): well under 30 s of writes.
+	if trail := int64(float64(written) / took.Seconds() * 30); maxRetained > trail {
+		t.Errorf("during the writes the slot retained up to %d MB of the %d MB written elsewhere, more than 30 s of writes (%d MB)", maxRetained>>20, written>>20, trail>>20)
+	}
+
+	settled := time.Now()
+	err := localrun.WaitFor(ctx, "the slot to catch up with the WAL written elsewhere", idleSettleWithin, 500*time.Millisecond,
+		func(ctx context.Context) (bool, string, error) {
+			current, retained, unconfirmed, err := slotLag(ctx, pg.URL, slot)
+			return retained < idleRetainedBound && unconfirmed < idleConfirmedBound,
+				fmt.Sprintf("at %s the slot retains %d bytes and has %d bytes unconfirmed", current, retained, unconfirmed), err
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, retained, unconfirmed, _ := slotLag(ctx, pg.URL, slot)
+	t.Logf("%s after the writes the slot retains %d bytes and has %d bytes unconfirmed", time.Since(settled).Round(100*time.Millisecond), retained, unconfirmed)
+
+	// The idle table still streams.
+	p.exec(`UPDATE public.items SET qty = qty + 1 WHERE id <= 10`)
+	p.waitEqual("public.items", "raw.items", "id", itemColumns)
+}
+
+// queryRowDSN runs one query on dsn and scans its row into dst.
+func queryRowDSN(ctx context.Context, dsn, sql string, dst ...any) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(ctx, sql).Scan(dst...)
 }
