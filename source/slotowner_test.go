@@ -157,7 +157,9 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = r.Run(ctx, func(context.Context, Event) error { return nil })
+	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second) // a reader that does not refuse streams on
+	defer lcancel()
+	err = r.Run(lctx, func(context.Context, Event) error { return nil })
 	lost, ok := errors.AsType[*SlotLostError](err)
 	if !ok || !IsPermanent(err) {
 		t.Fatalf("streaming a slot created again by hand: %v, want a permanent SlotLost", err)
