@@ -112,6 +112,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 	res, err := reader.Read(ctx, reader.Config{
 		Pipeline:    in.Pipeline,
 		Source:      in.Source,
+		SlotSince:   in.SlotSince,
 		Schemas:     schemas,
 		Limits:      batch.Limits{MaxRows: in.MaxRows, MaxBytes: int(in.MaxBytes), MaxWait: in.MaxWait},
 		RunFor:      in.RunFor,
@@ -119,6 +120,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 		Compression: a.Compression,
 	}, reader.Deps{
 		Store:   a.Staging,
+		Marks:   a.Staging,
 		Tables:  tables,
 		Metrics: a.Metrics,
 		OpenFetcher: func(ctx context.Context) (reader.Fetcher, error) {

@@ -85,7 +85,7 @@ func SourceConfigs(cfg *config.Config) activities.SourceConfigs {
 		if pipeline != cfg.Pipeline {
 			return source.Config{}, fmt.Errorf("this worker serves pipeline %q, not %q: start a worker with that pipeline's config", cfg.Pipeline, pipeline)
 		}
-		return source.Config{DSN: cfg.Source.DSN, Slot: cfg.Source.Slot, Publication: cfg.Source.Publication, Tables: SourceTables(cfg)}, nil
+		return source.Config{Pipeline: cfg.Pipeline, DSN: cfg.Source.DSN, Slot: cfg.Source.Slot, Publication: cfg.Source.Publication, Tables: SourceTables(cfg)}, nil
 	}
 }
 

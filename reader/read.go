@@ -32,6 +32,9 @@ type Config struct {
 	Pipeline string
 	// Source is the source the positions of the staged batches belong to.
 	Source batch.SourceID
+	// SlotSince is the slot's creation point as the pipeline's setup recorded it (0: unknown):
+	// it keys the slot's mark in Deps.Marks.
+	SlotSince uint64
 	// Schemas are the pipeline's tables as set up; the stream's SchemaEvents change them.
 	Schemas []batch.Schema
 	// Limits cut a table's batch at MaxRows rows, MaxBytes bytes or MaxWait after its first
@@ -87,6 +90,9 @@ type Tables interface {
 type Deps struct {
 	Store  Store
 	Tables Tables
+	// Marks, when set, keeps the furthest position confirmed to the slot, so that a slot
+	// created again under the same name is recognized (SlotLost); nil skips the check.
+	Marks Marks
 	// OpenFetcher connects the run's fetcher; the run closes it.
 	OpenFetcher func(ctx context.Context) (Fetcher, error)
 	// NewStream returns the run's stream with the given options; it connects to nothing yet.
@@ -267,7 +273,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		return r.result, fmt.Errorf("listing staged batches of pipeline %s: %w", r.cfg.Pipeline, err)
 	}
 	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Safe: r.held.safe, Logger: r.log,
-		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld})
+		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld, Confirms: r.confirms()})
 	if err != nil {
 		return r.result, &SourceError{What: "starting the stream of pipeline " + r.cfg.Pipeline, Err: err}
 	}

@@ -43,6 +43,9 @@ func (t TableConfig) filtered() bool {
 // Config says where a pipeline reads from: the database, the pipeline's slot and publication and
 // its tables. DSN is a credential: it is never logged or put in errors.
 type Config struct {
+	// Pipeline names the pipeline in the slot's record on its publication, so that another
+	// pipeline naming the same slot is refused at setup; empty names none.
+	Pipeline    string
 	DSN         string        // a regular libpq connection string or URL for the source database
 	Slot        string        // the pipeline's logical replication slot (pgoutput)
 	Publication string        // the pipeline's publication

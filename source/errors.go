@@ -77,3 +77,9 @@ func (e *PreflightError) Error() string {
 
 // Unwrap returns ErrPreflight.
 func (e *PreflightError) Unwrap() error { return ErrPreflight }
+
+// ErrSourceShuttingDown is returned when the reader closes its replication connection because
+// the server is shutting down (SQLSTATE 57P03 on a new connection) while the reader holds back
+// changes it was sent: the shutdown would otherwise wait for the reader. It is retryable: the
+// reader reconnects when the server is back and reads the held changes again from the slot.
+var ErrSourceShuttingDown = errors.New("the source server is shutting down: the reader closed its replication connection so as not to hold up the shutdown, and reconnects when the server is back")

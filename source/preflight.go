@@ -44,7 +44,15 @@ func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	add(slotProblems(cfg, slot, pub)...)
+	owner, err := ownerProblems(ctx, conn, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(owner) > 0 {
+		add(owner...) // the slot's own problems would advise dropping another pipeline's slot
+	} else {
+		add(slotProblems(cfg, slot, pub)...)
+	}
 	resolver := newTypeResolver(conn)
 	configured := map[batch.TableName]bool{}
 	for _, tc := range cfg.Tables {
@@ -385,7 +393,8 @@ func slotProblems(cfg Config, s slot, p publication) []Problem {
 	case s.Plugin != "pgoutput":
 		ps = append(ps, Problem{Subject: subject, Message: fmt.Sprintf("uses output plugin %q, sluice needs pgoutput", s.Plugin), Fix: "choose another slot name for the pipeline"})
 	case s.Database != s.CurrentDB:
-		return []Problem{{Subject: subject, Message: fmt.Sprintf("belongs to database %q, not %q", s.Database, s.CurrentDB), Fix: "choose another slot name, or connect to the slot's database"}}
+		return []Problem{{Subject: subject, Message: fmt.Sprintf("belongs to database %q, not %q (the database this pipeline reads): it is another pipeline's slot, or not Sluice's", s.Database, s.CurrentDB),
+			Fix: "choose another source.slot for this pipeline (a slot name is unique on the server, across its databases)"}}
 	case s.WALStatus == "lost":
 		ps = append(ps, Problem{Subject: subject, Message: "was invalidated: the WAL it needed was removed (max_slot_wal_keep_size), changes were lost",
 			Fix: "drop the slot (SELECT pg_drop_replication_slot('" + cfg.Slot + "')) and resync the pipeline's tables (they will be backfilled again)"})

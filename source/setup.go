@@ -72,7 +72,7 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 	}
 	info.SlotCreated = created != 0
 	if info.SlotCreated {
-		if err := writeSlotRecord(ctx, conn, cfg.Publication, cfg.Slot, created); err != nil {
+		if err := writeSlotRecord(ctx, conn, cfg.Pipeline, cfg.Publication, cfg.Slot, created); err != nil {
 			return Info{}, err
 		}
 		info.SlotSince = created

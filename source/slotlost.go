@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -41,9 +42,11 @@ const invalidated = "was invalidated (wal_status lost): the server removed WAL i
 // slot, naming the slot and the LSN it was created at (its consistent point). Postgres keeps no
 // creation mark of its own for a slot, and the record lets Setup tell a slot that was dropped
 // (record, no slot: SlotLost) from a new pipeline (neither), and lets every table check that
-// its committed position is one this slot can continue from (no older than the slot). It lives
-// and dies with the publication: `sluice teardown` drops both.
-var slotRecordRE = regexp.MustCompile(`^sluice: replication slot ([a-z0-9_]+) created at ([0-9A-Fa-f]+/[0-9A-Fa-f]+|unknown)`)
+// its committed position is one this slot can continue from (no older than the slot). It also
+// names the pipeline (records written before it did not), so that a setup of another pipeline
+// that names the same slot is refused (ownerProblems). It lives and dies with the publication:
+// `sluice teardown` drops both.
+var slotRecordRE = regexp.MustCompile(`^sluice: replication slot ([a-z0-9_]+) created at ([0-9A-Fa-f]+/[0-9A-Fa-f]+|unknown)(?: for pipeline "((?:[^"\\]|\\.)*)")?`)
 
 // slotRecord is a parsed record; LSN 0 means the slot was found existing (a pipeline set up
 // before records were kept) and its creation point is unknown.
@@ -51,6 +54,32 @@ type slotRecord struct {
 	Found bool
 	Slot  string
 	LSN   uint64
+	// Pipeline is the pipeline the record names; empty in records written before they named it.
+	Pipeline string
+}
+
+// parseSlotRecord parses a publication's comment; Found is false when it holds no record.
+func parseSlotRecord(comment string) (slotRecord, error) {
+	m := slotRecordRE.FindStringSubmatch(comment)
+	if m == nil {
+		return slotRecord{}, nil
+	}
+	rec := slotRecord{Found: true, Slot: m[1]}
+	if m[3] != "" {
+		p, err := strconv.Unquote(`"` + m[3] + `"`)
+		if err != nil {
+			return slotRecord{}, fmt.Errorf("the pipeline name in slot record %q: %w", comment, err)
+		}
+		rec.Pipeline = p
+	}
+	if m[2] != "unknown" {
+		lsn, err := parseLSN(m[2])
+		if err != nil {
+			return slotRecord{}, err
+		}
+		rec.LSN = lsn
+	}
+	return rec, nil
 }
 
 // readSlotRecord reads the record from the publication's comment; none when the publication
@@ -64,26 +93,29 @@ func readSlotRecord(ctx context.Context, q querier, publication string) (slotRec
 	if err != nil {
 		return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
 	}
-	m := slotRecordRE.FindStringSubmatch(*comment)
-	if m == nil {
-		return slotRecord{}, nil
-	}
-	rec := slotRecord{Found: true, Slot: m[1]}
-	if m[2] != "unknown" {
-		if rec.LSN, err = parseLSN(m[2]); err != nil {
-			return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
-		}
+	rec, err := parseSlotRecord(*comment)
+	if err != nil {
+		return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
 	}
 	return rec, nil
 }
 
-// writeSlotRecord records on the publication that slot was created at lsn (0: unknown).
-func writeSlotRecord(ctx context.Context, conn *pgx.Conn, publication, slot string, lsn uint64) error {
+// slotRecordText is the comment that records that pipeline's slot was created at lsn (0: unknown).
+func slotRecordText(pipeline, slot string, lsn uint64) string {
 	at := "unknown"
 	if lsn != 0 {
 		at = formatLSN(lsn)
 	}
-	text := fmt.Sprintf("sluice: replication slot %s created at %s; do not edit (sluice teardown drops the slot and this publication)", slot, at)
+	owner := ""
+	if pipeline != "" {
+		owner = " for pipeline " + strconv.Quote(pipeline)
+	}
+	return fmt.Sprintf("sluice: replication slot %s created at %s%s; do not edit (sluice teardown drops the slot and this publication)", slot, at, owner)
+}
+
+// writeSlotRecord records on the publication that pipeline's slot was created at lsn (0: unknown).
+func writeSlotRecord(ctx context.Context, conn *pgx.Conn, pipeline, publication, slot string, lsn uint64) error {
+	text := slotRecordText(pipeline, slot, lsn)
 	if _, err := conn.Exec(ctx, fmt.Sprintf("COMMENT ON PUBLICATION %s IS %s", quoteIdent(publication), quoteLiteral(text))); err != nil {
 		return fmt.Errorf("recording the creation of replication slot %s on publication %s (the role must own the publication): %w", slot, publication, err)
 	}
@@ -114,9 +146,16 @@ func lsnText(lsn uint64) string {
 // unknown).
 func ensureSlotRecorded(ctx context.Context, conn *pgx.Conn, cfg Config, rec slotRecord, log *slog.Logger) (uint64, error) {
 	if rec.Found && rec.Slot == cfg.Slot {
+		if rec.Pipeline == "" && cfg.Pipeline != "" {
+			// A record from before records named the pipeline: name it, keeping the creation point.
+			if err := writeSlotRecord(ctx, conn, cfg.Pipeline, cfg.Publication, cfg.Slot, rec.LSN); err != nil {
+				log.Warn("could not name the pipeline in the replication slot's record; another pipeline naming the same slot will not be refused at setup",
+					slog.String(logSlot, cfg.Slot), slog.String("error", err.Error()))
+			}
+		}
 		return rec.LSN, nil
 	}
-	if err := writeSlotRecord(ctx, conn, cfg.Publication, cfg.Slot, 0); err != nil {
+	if err := writeSlotRecord(ctx, conn, cfg.Pipeline, cfg.Publication, cfg.Slot, 0); err != nil {
 		// The record only guards against a later loss; a pipeline that cannot keep it still runs.
 		log.Warn("could not record the replication slot; a later drop of the slot will not be recognized at setup",
 			slog.String(logSlot, cfg.Slot), slog.String("error", err.Error()))

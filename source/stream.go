@@ -55,7 +55,38 @@ type StreamOptions struct {
 	// BeforeLastStatus, when set, is called before the status update Run sends when it stops, so
 	// that Safe can answer from fresh state (the reader's caller lists what it still holds).
 	BeforeLastStatus func(ctx context.Context)
+	// Confirms, when set, keeps the furthest position the reader ever confirmed to the slot, so
+	// that a slot created again under the same name, or advanced by hand, is recognized: see
+	// ConfirmLog. Nil skips both the record and the check.
+	Confirms ConfirmLog
 }
+
+// ConfirmLog keeps, outside Postgres, the furthest position the reader ever confirmed to the
+// pipeline's slot. Postgres keeps no creation mark of a slot: one dropped and created again
+// under the same name, or advanced by hand (pg_replication_slot_advance), looks like the
+// pipeline's own, but its confirmed position is past everything Sluice confirmed, and the
+// changes in between were never read. Run checks that at its start and fails with SlotLost.
+type ConfirmLog interface {
+	// Furthest returns the furthest position recorded; ok is false when none is (a pipeline set
+	// up before the log was kept, or a slot created since the last record): Run then skips the
+	// check.
+	Furthest(ctx context.Context) (lsn uint64, ok bool, err error)
+	// Record durably records lsn as the furthest position confirmed. Run calls it from one
+	// goroutine at a time, before it sends a confirmation beyond the last recorded position (a
+	// crash between the two leaves the record ahead of the slot, which the check allows), with
+	// lsn growing, at most once per confirmRecordEvery.
+	Record(ctx context.Context, lsn uint64) error
+}
+
+// confirmRecordEvery bounds how often the reader writes its ConfirmLog: a confirmation beyond
+// the record waits for the next status update after it (every StatusInterval, or at once when
+// the server asks for a reply). Each record covers everything received so far, so a pipeline
+// that confirms every StatusInterval writes one small object per StatusInterval at most.
+const confirmRecordEvery = time.Second
+
+// shutdownProbeEvery bounds how often the reader probes for a shutdown of the server (see
+// Reader.probeShutdown).
+const shutdownProbeEvery = time.Second
 
 // Reader streams a pipeline's slot: START_REPLICATION with pgoutput protocol version 1, decoding,
 // keepalives, and standby status updates that confirm only what the caller's SafeFunc allows.
@@ -66,6 +97,13 @@ type Reader struct {
 
 	readerLSN atomic.Uint64 // the position confirmable when the caller holds nothing
 	confirmed atomic.Uint64 // the last flush position sent
+
+	// recorded is the furthest position the ConfirmLog holds (or the slot's confirmed position
+	// at the start, when higher), recordedAt when the reader last wrote it, and probedAt when it
+	// last probed for a shutdown: used by the goroutine that sends status updates only.
+	recorded   uint64
+	recordedAt time.Time
+	probedAt   time.Time
 }
 
 // NewReader checks the options; it connects to nothing (Run does).
@@ -121,6 +159,9 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 	if s.WALStatus == WALLost {
 		return slotLost(r.cfg.Slot, invalidated)
 	}
+	if err := r.checkConfirms(ctx, s.Confirmed); err != nil {
+		return err
+	}
 	start := max(r.opts.Start, s.Confirmed)
 	r.readerLSN.Store(start)
 	r.confirmed.Store(s.Confirmed)
@@ -167,7 +208,7 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 	if r.opts.BeforeLastStatus != nil {
 		r.opts.BeforeLastStatus(sctx)
 	}
-	if serr := r.sendStatus(sctx, rconn); serr != nil && err == nil {
+	if serr := r.sendStatus(sctx, rconn, true); serr != nil && err == nil {
 		err = serr
 	}
 	return err
@@ -281,7 +322,7 @@ func (r *Reader) receive(ctx context.Context, conn *pgconn.PgConn, out chan<- wi
 	defer dl.stop()
 	for {
 		if !time.Now().Before(next) {
-			if err := r.sendStatus(ctx, conn); err != nil {
+			if err := r.sendStatus(ctx, conn, false); err != nil {
 				return err
 			}
 			next = time.Now().Add(r.opts.StatusInterval)
@@ -309,10 +350,15 @@ func (r *Reader) receive(ctx context.Context, conn *pgconn.PgConn, out chan<- wi
 					return fmt.Errorf("parsing keepalive: %w", err)
 				}
 				if ka.ReplyRequested {
-					if err := r.sendStatus(ctx, conn); err != nil {
+					if err := r.sendStatus(ctx, conn, false); err != nil {
 						return err
 					}
 					next = time.Now().Add(r.opts.StatusInterval)
+					if r.confirmed.Load() < uint64(ka.ServerWALEnd) {
+						if err := r.probeShutdown(ctx); err != nil {
+							return err
+						}
+					}
 				}
 				m.keepalive = &ka
 			case pglogrepl.XLogDataByteID:
@@ -358,7 +404,7 @@ func (r *Reader) forward(ctx context.Context, conn *pgconn.PgConn, out chan<- wi
 			t.Stop()
 			return ctx.Err()
 		case <-t.C:
-			if err := r.sendStatus(ctx, conn); err != nil {
+			if err := r.sendStatus(ctx, conn, false); err != nil {
 				return err
 			}
 			*next = time.Now().Add(r.opts.StatusInterval)
@@ -368,13 +414,16 @@ func (r *Reader) forward(ctx context.Context, conn *pgconn.PgConn, out chan<- wi
 
 // sendStatus sends a standby status update whose flush and apply positions are the safe
 // position: the commit LSN of the lowest change the caller holds, or the reader's own position
-// when it holds none; never lower than what was already confirmed.
-func (r *Reader) sendStatus(ctx context.Context, conn *pgconn.PgConn) error {
+// when it holds none; never lower than what was already confirmed, and never beyond what the
+// ConfirmLog holds (recordConfirm writes it first). last is the update Run sends when it stops,
+// which records without waiting for confirmRecordEvery.
+func (r *Reader) sendStatus(ctx context.Context, conn *pgconn.PgConn, last bool) error {
 	// Read the reader's position before asking the caller: a change handed over after this
 	// point commits at or after this position, so it cannot be confirmed by mistake.
 	own := r.readerLSN.Load()
 	low, outstanding := r.opts.Safe()
 	flush := safeFlush(own, r.confirmed.Load(), low, outstanding)
+	flush = r.recordConfirm(ctx, own, flush, last)
 	if flush == 0 {
 		return nil // nothing known yet; the library would replace a 0 flush by the write position
 	}

@@ -30,8 +30,9 @@ type statusJSON struct {
 		RetainedBytes int64  `json:"retained_bytes"`
 	} `json:"slot"`
 	Tables []struct {
-		Table string `json:"table"`
-		Error string `json:"error"`
+		Table      string `json:"table"`
+		Error      string `json:"error"`
+		HoldsBytes int64  `json:"holds_wal_bytes"`
 	} `json:"tables"`
 	Problems []string `json:"problems"`
 }
