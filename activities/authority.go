@@ -121,10 +121,11 @@ func notConfigured(format string, args ...any) error {
 }
 
 // configured returns the worker's configured tables of the pipeline with the source's identity
-// and the slot's creation point set: what SetupSource's result carried per table when the
+// and the slot's creation point set (or, for a table that joined the publication later, the
+// position it joined at): what SetupSource's result carried per table when the
 // workflow input listed the tables. Tables absent from an input are read here, so the
 // SourceWorkflow's payloads do not grow with the number of tables.
-func (a *Authority) configured(src batch.SourceID, slotSince uint64) []TableConfig {
+func (a *Authority) configured(src batch.SourceID, slotSince uint64, joined map[string]uint64) []TableConfig {
 	if a == nil {
 		return nil
 	}
@@ -132,7 +133,7 @@ func (a *Authority) configured(src batch.SourceID, slotSince uint64) []TableConf
 	for i, t := range a.Tables {
 		t.Spec.Schema = batch.Schema{Table: t.Table()}
 		t.Source = &src
-		t.SlotSince = slotSince
+		t.SlotSince = max(slotSince, joined[t.Table().String()])
 		out[i] = t
 	}
 	return out

@@ -49,6 +49,8 @@ type ReadStreamInput struct {
 	// SlotSince is the slot's creation point (SetupResult.SlotSince), given to the tables the
 	// reader starts when Tables is empty.
 	SlotSince uint64 `json:"slot_since,omitempty"`
+	// Joined is SetupResult.Joined, for the same tables.
+	Joined map[string]uint64 `json:"joined,omitempty"`
 	// RunFor bounds one activity run; the SourceWorkflow then continues as new.
 	RunFor time.Duration `json:"run_for"`
 	// Batch limits: a table's batch is cut at MaxRows rows, MaxBytes bytes or MaxWait after its
@@ -81,7 +83,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 		return ReadStreamResult{}, err
 	}
 	if len(in.Tables) == 0 {
-		in.Tables = a.Authority.configured(in.Source, in.SlotSince)
+		in.Tables = a.Authority.configured(in.Source, in.SlotSince, in.Joined)
 	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, in.Tables)
 	if err != nil {

@@ -45,6 +45,9 @@ type SetupResult struct {
 	Tables []TableConfig `json:"tables,omitempty"`
 	// SlotSince is the LSN the slot was created at (0: unknown): the gap check's bound.
 	SlotSince uint64 `json:"slot_since,omitempty"`
+	// Joined holds the tables ("schema.name") that joined the publication after its creation,
+	// each with the position it joined at: their gap check's bound when later (source.Info).
+	Joined map[string]uint64 `json:"joined,omitempty"`
 }
 
 // SetupSource creates the slot and the publication when missing (idempotent), checks that the
@@ -57,7 +60,7 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 	}
 	tables := in.Tables
 	if len(tables) == 0 {
-		tables = a.Authority.configured(batch.SourceID{}, 0)
+		tables = a.Authority.configured(batch.SourceID{}, 0, nil)
 	}
 	cfg, err := sourceConfig(a.Sources, in.Pipeline, in.Slot, in.Publication, tables)
 	if err != nil {
@@ -71,11 +74,12 @@ func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, er
 		Source:    info.ID,
 		Start:     batch.SourcePosition{Source: info.ID, Position: batch.Position{LSN: info.ConfirmedLSN}},
 		SlotSince: info.SlotSince,
+		Joined:    info.Joined,
 	}
 	for i, t := range in.Tables {
 		t.Spec.Schema = batch.Schema{Table: info.Schemas[i].Table}
 		t.Source = &out.Source
-		t.SlotSince = info.SlotSince
+		t.SlotSince = info.TableSince(t.Table())
 		out.Tables = append(out.Tables, t)
 	}
 	return out, nil
@@ -116,6 +120,8 @@ type EnsureConfiguredInput struct {
 	Pipeline  string         `json:"pipeline"`
 	Source    batch.SourceID `json:"source"`
 	SlotSince uint64         `json:"slot_since,omitempty"`
+	// Joined is SetupResult.Joined.
+	Joined map[string]uint64 `json:"joined,omitempty"`
 }
 
 // EnsureConfiguredTables is EnsureTableWorkflows for every table of the worker's config: the
@@ -125,7 +131,7 @@ func (a *Setup) EnsureConfiguredTables(ctx context.Context, in EnsureConfiguredI
 	if err := a.Authority.CheckSource(in.Pipeline, "", "", nil); err != nil {
 		return err
 	}
-	return a.EnsureTableWorkflows(ctx, a.Authority.configured(in.Source, in.SlotSince))
+	return a.EnsureTableWorkflows(ctx, a.Authority.configured(in.Source, in.SlotSince, in.Joined))
 }
 
 // TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by

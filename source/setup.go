@@ -26,6 +26,15 @@ type Info struct {
 	// Setup kept records). The slot delivers only transactions committing after it, so a table
 	// whose committed position is older would miss the changes in between: it must be resynced.
 	SlotSince uint64
+	// Joined holds the tables that joined the publication after its creation ("schema.name"),
+	// each with the position it joined at: the slot delivers such a table's changes only from
+	// there, so its committed position must not be older either (TableSince).
+	Joined map[string]uint64
+}
+
+// TableSince is the position from which the slot delivers table's changes (0: unknown).
+func (i Info) TableSince(table batch.TableName) uint64 {
+	return max(i.SlotSince, i.Joined[table.String()])
 }
 
 // Setup prepares the source for a pipeline: it runs the preflight checks (returning a permanent
@@ -87,6 +96,10 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 		return Info{}, err
 	}
 	info.ConfirmedLSN = s.Confirmed
+	if rec, err = readSlotRecord(ctx, conn, cfg.Publication); err != nil {
+		return Info{}, err
+	}
+	info.Joined = rec.Joined
 	for _, tc := range cfg.Tables {
 		schema, err := DiscoverSchema(ctx, conn, tc)
 		if err != nil {
@@ -123,7 +136,7 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slo
 	if pub.AllTables {
 		return nil
 	}
-	var clauses []string
+	var clauses, added []string
 	for _, t := range cfg.Tables {
 		if _, ok := pub.Tables[t.Table.String()]; ok {
 			continue
@@ -133,6 +146,7 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slo
 			return err
 		}
 		clauses = append(clauses, pubTable(ti, t))
+		added = append(added, t.Table.String())
 	}
 	if !pub.Exists {
 		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate', publish_via_partition_root = true)",
@@ -143,11 +157,32 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slo
 		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(clauses)))
 		return nil
 	}
-	for _, c := range clauses {
-		sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), c)
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("adding table %s to publication %s: %w", c, cfg.Publication, err)
+	if len(clauses) == 0 {
+		return nil
+	}
+	// The tables join in one transaction with the record of where they joined (recordJoined): a
+	// table added back after `sluice remove` must not resume from its old position.
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		var at string
+		if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_lsn()::text`).Scan(&at); err != nil {
+			return fmt.Errorf("reading the WAL position before adding tables to publication %s: %w", cfg.Publication, err)
 		}
+		lsn, err := parseLSN(at)
+		if err != nil {
+			return err
+		}
+		for _, c := range clauses {
+			sql := fmt.Sprintf("ALTER PUBLICATION %s ADD TABLE %s", quoteIdent(cfg.Publication), c)
+			if _, err := tx.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("adding table %s to publication %s: %w", c, cfg.Publication, err)
+			}
+		}
+		return recordJoined(ctx, tx, cfg.Publication, added, lsn)
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range clauses {
 		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, c))
 	}
 	return nil

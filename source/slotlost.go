@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // SlotLostError says the pipeline's slot can no longer deliver the changes the tables need: it
@@ -56,6 +61,9 @@ type slotRecord struct {
 	LSN   uint64
 	// Pipeline is the pipeline the record names; empty in records written before they named it.
 	Pipeline string
+	// Joined holds the tables that joined the publication after it was created, with the
+	// position each joined at (see joinedRE).
+	Joined map[string]uint64
 }
 
 // parseSlotRecord parses a publication's comment; Found is false when it holds no record.
@@ -85,19 +93,92 @@ func parseSlotRecord(comment string) (slotRecord, error) {
 // readSlotRecord reads the record from the publication's comment; none when the publication
 // does not exist or has no record.
 func readSlotRecord(ctx context.Context, q querier, publication string) (slotRecord, error) {
+	comment, err := readComment(ctx, q, publication)
+	if err != nil || comment == "" {
+		return slotRecord{}, err
+	}
+	rec, err := parseSlotRecord(comment)
+	if err != nil {
+		return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
+	}
+	rec.Joined = parseJoined(comment)
+	return rec, nil
+}
+
+// readComment returns the publication's comment ("" when it has none or does not exist).
+func readComment(ctx context.Context, q querier, publication string) (string, error) {
 	var comment *string
 	err := q.QueryRow(ctx, `SELECT pg_catalog.obj_description(oid, 'pg_publication') FROM pg_catalog.pg_publication WHERE pubname = $1`, publication).Scan(&comment)
 	if errors.Is(err, pgx.ErrNoRows) || err == nil && comment == nil {
-		return slotRecord{}, nil
+		return "", nil
 	}
 	if err != nil {
-		return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
+		return "", fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
 	}
-	rec, err := parseSlotRecord(*comment)
+	return *comment, nil
+}
+
+// A table that joins an existing publication (a table added to the config of a running pipeline,
+// or one added back after `sluice remove`) has a line of its own in the record: the WAL position
+// before the ALTER PUBLICATION that added it, written in the same transaction. The slot delivers
+// the table's changes only from there on, so a committed position older than it (a table added
+// back: it resumes from before its removal) would skip the changes in between: the table stops
+// with PositionGap instead (Info.Joined, activities' gap check).
+var joinedRE = regexp.MustCompile(`(?m)^sluice: table ("(?:[^"\\]|\\.)*") joined at ([0-9A-Fa-f]+/[0-9A-Fa-f]+)$`)
+
+// parseJoined returns the joined lines of a publication's comment: table ("schema.name") → the
+// position it joined at.
+func parseJoined(comment string) map[string]uint64 {
+	var out map[string]uint64
+	for _, m := range joinedRE.FindAllStringSubmatch(comment, -1) {
+		name, err := strconv.Unquote(m[1])
+		if err != nil {
+			continue
+		}
+		lsn, err := parseLSN(m[2])
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]uint64{}
+		}
+		out[name] = lsn
+	}
+	return out
+}
+
+// joinedText is the joined lines of a record, one per table in name order, each after a newline.
+func joinedText(joined map[string]uint64) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(joined)) {
+		fmt.Fprintf(&b, "\nsluice: table %s joined at %s", strconv.Quote(name), formatLSN(joined[name]))
+	}
+	return b.String()
+}
+
+// recordJoined adds to the publication's comment that tables joined it at lsn, in tx (the
+// transaction that adds them), keeping the rest of the record.
+func recordJoined(ctx context.Context, tx pgx.Tx, publication string, tables []string, lsn uint64) error {
+	old, err := readComment(ctx, tx, publication)
 	if err != nil {
-		return slotRecord{}, fmt.Errorf("reading the slot record of publication %s: %w", publication, err)
+		return err
 	}
-	return rec, nil
+	joined := parseJoined(old)
+	if joined == nil {
+		joined = map[string]uint64{}
+	}
+	for _, t := range tables {
+		joined[t] = lsn
+	}
+	first, _, _ := strings.Cut(old, "\n")
+	if parseJoined(first) != nil {
+		first = "" // a comment of joined lines only (no slot recorded yet)
+	}
+	text := strings.TrimPrefix(first+joinedText(joined), "\n")
+	if _, err := tx.Exec(ctx, fmt.Sprintf("COMMENT ON PUBLICATION %s IS %s", quoteIdent(publication), quoteLiteral(text))); err != nil {
+		return fmt.Errorf("recording on publication %s that tables joined it (the role must own the publication): %w", publication, err)
+	}
+	return nil
 }
 
 // slotRecordText is the comment that records that pipeline's slot was created at lsn (0: unknown).
@@ -113,9 +194,14 @@ func slotRecordText(pipeline, slot string, lsn uint64) string {
 	return fmt.Sprintf("sluice: replication slot %s created at %s%s; do not edit (sluice teardown drops the slot and this publication)", slot, at, owner)
 }
 
-// writeSlotRecord records on the publication that pipeline's slot was created at lsn (0: unknown).
+// writeSlotRecord records on the publication that pipeline's slot was created at lsn (0: unknown),
+// keeping the record's joined lines.
 func writeSlotRecord(ctx context.Context, conn *pgx.Conn, pipeline, publication, slot string, lsn uint64) error {
-	text := slotRecordText(pipeline, slot, lsn)
+	old, err := readComment(ctx, conn, publication)
+	if err != nil {
+		return err
+	}
+	text := slotRecordText(pipeline, slot, lsn) + joinedText(parseJoined(old))
 	if _, err := conn.Exec(ctx, fmt.Sprintf("COMMENT ON PUBLICATION %s IS %s", quoteIdent(publication), quoteLiteral(text))); err != nil {
 		return fmt.Errorf("recording the creation of replication slot %s on publication %s (the role must own the publication): %w", slot, publication, err)
 	}
@@ -163,10 +249,12 @@ func ensureSlotRecorded(ctx context.Context, conn *pgx.Conn, cfg Config, rec slo
 	return 0, nil
 }
 
-// SlotSince returns the LSN the pipeline's slot was created at, from the record Setup keeps on
-// the publication; 0 when unknown (no record, or a slot that existed before records were kept).
-// A table whose committed position is older cannot continue from this slot (see Info.SlotSince).
-func SlotSince(ctx context.Context, dsn, publication, slot string) (uint64, error) {
+// TableSince returns the position from which the pipeline's slot delivers table's changes: the
+// later of the slot's creation and the table's joining the publication, from the record Setup
+// keeps on the publication; 0 when unknown (no record, or a slot that existed before records were
+// kept, and a table that did not join later). A table whose committed position is older cannot
+// continue from this slot (see Info.SlotSince and Info.Joined).
+func TableSince(ctx context.Context, dsn, publication, slot string, table batch.TableName) (uint64, error) {
 	conn, err := connect(ctx, dsn)
 	if err != nil {
 		return 0, err
@@ -176,7 +264,7 @@ func SlotSince(ctx context.Context, dsn, publication, slot string) (uint64, erro
 	if err != nil || !rec.Found || rec.Slot != slot {
 		return 0, err
 	}
-	return rec.LSN, nil
+	return max(rec.LSN, rec.Joined[table.String()]), nil
 }
 
 // EndSlotReader terminates the walsender that streams from slot, if any, so that the slot can be

@@ -3,9 +3,12 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 func TestCheckSlotLost(t *testing.T) {
@@ -63,8 +66,8 @@ func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
 	if again := setup(t, cfg); again.SlotCreated || again.SlotSince != first.SlotSince {
 		t.Fatalf("second setup: SlotSince %X, want %X", again.SlotSince, first.SlotSince)
 	}
-	if got, err := SlotSince(ctx, cfg.DSN, cfg.Publication, cfg.Slot); err != nil || got != first.SlotSince {
-		t.Fatalf("SlotSince = %X, %v; want %X", got, err, first.SlotSince)
+	if got, err := TableSince(ctx, cfg.DSN, cfg.Publication, cfg.Slot, cfg.Tables[0].Table); err != nil || got != first.SlotSince {
+		t.Fatalf("TableSince = %X, %v; want %X", got, err, first.SlotSince)
 	}
 
 	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
@@ -101,5 +104,54 @@ func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
 	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
 	if _, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler)); !errors.As(err, new(*SlotLostError)) {
 		t.Fatalf("setup after dropping an adopted slot: %v, want SlotLost", err)
+	}
+}
+
+// TestTableJoiningLaterIsRecorded: a table added to a running pipeline's config joins the
+// publication with a record of where it joined, kept through later records of the slot, so a
+// table added back after `sluice remove` cannot resume from its old position (it would skip the
+// changes made while it was not published); the tables of the publication's creation keep the
+// slot's creation point.
+func TestTableJoiningLaterIsRecorded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t, "CREATE TABLE a (id int PRIMARY KEY)", "CREATE TABLE b (id int PRIMARY KEY)")
+	cfg := db.config(t, "a")
+	first := setup(t, cfg)
+	if len(first.Joined) != 0 {
+		t.Fatalf("a new pipeline's tables joined later: %v", first.Joined)
+	}
+	db.exec(t, "INSERT INTO a VALUES (1)") // WAL moves: b joins after the slot's creation point
+	cfg.Tables = append(cfg.Tables, db.config(t, "b").Tables...)
+	second := setup(t, cfg)
+	a, b := cfg.Tables[0].Table, cfg.Tables[1].Table
+	joined, ok := second.Joined[b.String()]
+	if !ok || joined <= first.SlotSince || second.TableSince(b) != joined || second.TableSince(a) != first.SlotSince {
+		t.Fatalf("after adding b: joined %v, slot since %X; TableSince(a) %X, TableSince(b) %X", second.Joined, first.SlotSince, second.TableSince(a), second.TableSince(b))
+	}
+	if second.SlotSince != first.SlotSince {
+		t.Fatalf("adding a table changed the slot's record: since %X, want %X", second.SlotSince, first.SlotSince)
+	}
+	for _, tc := range []struct {
+		table batch.TableName
+		want  uint64
+	}{{a, first.SlotSince}, {b, joined}} {
+		if got, err := TableSince(ctx, cfg.DSN, cfg.Publication, cfg.Slot, tc.table); err != nil || got != tc.want {
+			t.Errorf("TableSince(%s) = %X, %v; want %X", tc.table, got, err, tc.want)
+		}
+	}
+	// Rewriting the slot's record (as a setup that names the pipeline does) keeps the joined line.
+	conn := db.conn
+	if err := writeSlotRecord(ctx, conn, "other", cfg.Publication, cfg.Slot, first.SlotSince); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := readSlotRecord(ctx, conn, cfg.Publication); err != nil || rec.Joined[b.String()] != joined || rec.LSN != first.SlotSince {
+		t.Fatalf("record after a rewrite: %+v, %v; want b joined at %X", rec, err, joined)
+	}
+	// Dropped from the publication (sluice remove) and added back: it joins again, later.
+	db.exec(t, fmt.Sprintf("ALTER PUBLICATION %s DROP TABLE b", cfg.Publication))
+	db.exec(t, "INSERT INTO a VALUES (2)")
+	if again := setup(t, cfg); again.Joined[b.String()] <= joined {
+		t.Fatalf("b added back: joined %v, want later than %X", again.Joined, joined)
 	}
 }

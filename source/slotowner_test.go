@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ func TestParseSlotRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := parseSlotRecord(tc.comment)
-			if err != nil || got != tc.want {
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("parseSlotRecord(%q) = %+v, %v; want %+v", tc.comment, got, err, tc.want)
 			}
 		})

@@ -237,9 +237,10 @@ func withCurrentSchema(ctx context.Context, cfg *config.Config, tc activities.Ta
 		return tc, fmt.Errorf("reading the schema of table %s: %w", tc.Table(), err)
 	}
 	tc.Spec.Schema = schema
-	// The slot's creation point, so that a resumed table whose position predates the slot
-	// stops with PositionGap rather than skipping the changes in between.
-	if tc.SlotSince, err = source.SlotSince(ctx, dsn, sc.Publication, sc.Slot); err != nil {
+	// The slot's creation point (or the table's joining the publication, if later), so that a
+	// resumed table whose position predates it stops with PositionGap rather than skipping the
+	// changes in between.
+	if tc.SlotSince, err = source.TableSince(ctx, dsn, sc.Publication, sc.Slot, tc.Table()); err != nil {
 		return tc, fmt.Errorf("reading the record of replication slot %s: %w", sc.Slot, err)
 	}
 	return tc, nil

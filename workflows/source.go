@@ -97,7 +97,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	} else {
 		ensureCtx := withSummary(actx, "start the configured tables' workflows")
 		ensure = workflow.ExecuteActivity(ensureCtx, setupActs.EnsureConfiguredTables,
-			activities.EnsureConfiguredInput{Pipeline: in.Pipeline, Source: setup.Source, SlotSince: setup.SlotSince})
+			activities.EnsureConfiguredInput{Pipeline: in.Pipeline, Source: setup.Source, SlotSince: setup.SlotSince, Joined: setup.Joined})
 	}
 	if err := ensure.Get(ctx, nil); err != nil {
 		return failed(err)
@@ -125,7 +125,7 @@ func SourceWorkflow(ctx workflow.Context, in SourceInput) error {
 	})
 	readIn := activities.ReadStreamInput{
 		Pipeline: in.Pipeline, Slot: in.Slot, Publication: in.Publication, Source: setup.Source,
-		Tables: setup.Tables, SlotSince: setup.SlotSince, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
+		Tables: setup.Tables, SlotSince: setup.SlotSince, Joined: setup.Joined, RunFor: runFor, MaxRows: in.MaxRows, MaxBytes: in.MaxBytes, MaxWait: time.Duration(in.MaxWait),
 	}
 	if err := readUntilReconfigured(ctx, rctx, reconfigure, readIn, &st.LastRead); err != nil {
 		return failed(err)
