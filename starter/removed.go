@@ -197,7 +197,7 @@ func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, o
 		"and every change of it the slot still holds%s: the slot moves past them\n",
 		len(refs), refsRange(refs), id, sc.Publication, r.InPublication, held.text())
 	fmt.Fprintf(out, "  kept: its target in the %s sink with its rows and its committed position, as they are; "+
-		"if you add the table back later, run `sluice resync --table %s` after `sluice start`: the changes made while it was removed are not replicated\n",
+		"if you add the table back later, it stops with PositionGap (the changes made while it was removed are not replicated): run `sluice resync --table %s` then\n",
 		a.cfg.Sink.Type, table)
 	if !yes {
 		return errors.New("refusing without --yes")
