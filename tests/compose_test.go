@@ -46,6 +46,7 @@ func TestDockerComposeFile(t *testing.T) {
 		{service: "s3", image: "versity/versitygw:v1.8.0", ports: []uint32{7070}, healthcheck: true},
 		{service: "iceberg-rest", image: "apache/iceberg-rest-fixture:1.9.2", ports: []uint32{8181}, healthcheck: true,
 			dependsOn: map[string]string{"s3-setup": types.ServiceConditionCompletedSuccessfully}},
+		{service: "weed", image: "chrislusf/seaweedfs:4.53", ports: []uint32{8333, 8181}, healthcheck: true},
 		{service: "sluice-worker", image: "sluicecdc/sluice:dev", ports: []uint32{9464}, healthcheck: true,
 			dependsOn: map[string]string{
 				"postgres":       types.ServiceConditionHealthy,
@@ -53,7 +54,7 @@ func TestDockerComposeFile(t *testing.T) {
 				"temporal-setup": types.ServiceConditionCompletedSuccessfully,
 				"clickhouse":     types.ServiceConditionHealthy,
 				"couchbase":      types.ServiceConditionHealthy,
-				"iceberg-rest":   types.ServiceConditionHealthy,
+				"weed":           types.ServiceConditionHealthy,
 			}},
 	}
 	for _, tc := range tests {

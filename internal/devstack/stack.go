@@ -23,10 +23,11 @@ const (
 	ServiceTemporal   = "temporal"
 	ServiceClickHouse = "clickhouse"
 	ServiceCouchbase  = "couchbase"
+	ServiceWeed       = "weed" // SeaweedFS: S3 and an Iceberg REST catalog
 )
 
 // Services lists every managed service in start order.
-var Services = []string{ServicePostgres, ServiceTemporal, ServiceClickHouse, ServiceCouchbase}
+var Services = []string{ServicePostgres, ServiceTemporal, ServiceClickHouse, ServiceCouchbase, ServiceWeed}
 
 // readyTimeout bounds how long a service may take to become ready after it is started.
 const readyTimeout = 90 * time.Second
@@ -248,6 +249,7 @@ func (s *Stack) starters() map[string]func(context.Context) (Info, error) {
 		ServiceTemporal:   s.startTemporal,
 		ServiceClickHouse: s.startClickHouse,
 		ServiceCouchbase:  s.startCouchbase,
+		ServiceWeed:       s.startWeed,
 	}
 }
 
@@ -261,6 +263,8 @@ func (s *Stack) ready(ctx context.Context, info Info) error {
 		return clickhouseReady(ctx, info)
 	case ServiceCouchbase:
 		return couchbaseReady(ctx, info)
+	case ServiceWeed:
+		return weedReady(ctx, info)
 	}
 	return fmt.Errorf("unknown service %q", info.Service)
 }

@@ -175,3 +175,35 @@ func PrivatePostgres(t testing.TB, settings ...string) PostgresServer {
 	})
 	return PostgresServer{DSN: info.URL, Log: info.Log}
 }
+
+// WeedInfo is where to reach the stack's SeaweedFS: its Iceberg REST catalog and S3 gateway, with
+// the credentials both accept.
+type WeedInfo struct {
+	CatalogURI      string // the Iceberg REST catalog's base URL
+	Warehouse       string // s3://<table bucket>: the catalog's warehouse
+	Staging         string // a plain bucket, for staging
+	S3Endpoint      string // the S3 gateway, http://127.0.0.1:port (path-style)
+	Region          string
+	AccessKeyID     string // also the catalog's OAuth2 client id
+	SecretAccessKey string // also the catalog's OAuth2 client secret
+}
+
+// Credential is the catalog's OAuth2 client credential, client_id:client_secret.
+func (w WeedInfo) Credential() string { return w.AccessKeyID + ":" + w.SecretAccessKey }
+
+// Weed returns how to reach the stack's SeaweedFS (weed mini), S3 and Iceberg REST catalog in
+// one process, both requiring credentials. Tests share its table bucket: each uses namespaces
+// of its own.
+func Weed(t testing.TB) WeedInfo {
+	t.Helper()
+	info := ensure(t, devstack.ServiceWeed)
+	return WeedInfo{
+		CatalogURI:      info.URL,
+		Warehouse:       "s3://" + info.Extra["table_bucket"],
+		Staging:         info.Extra["bucket"],
+		S3Endpoint:      info.Extra["s3_endpoint"],
+		Region:          info.Extra["region"],
+		AccessKeyID:     info.Extra["access_key_id"],
+		SecretAccessKey: info.Extra["secret_access_key"],
+	}
+}
