@@ -112,18 +112,22 @@ func TestRESTCatalogOnWeed(t *testing.T) {
 }
 
 // TestRESTCatalogWrongCredentials checks that wrong credentials stop the sink with an error that
-// says which: a wrong catalog secret or token when it connects, a wrong S3 secret when it first
-// writes data files.
+// says which: a wrong catalog secret or token when it connects (the catalog's config endpoint
+// needs no auth: the sink makes one authenticated request to find out), a wrong S3 secret when it
+// first writes data files.
 func TestRESTCatalogWrongCredentials(t *testing.T) {
 	t.Parallel()
 	info := testenv.Weed(t)
 	for _, tc := range []struct {
-		name string
-		cfg  Config
-		want string
+		name    string
+		cfg     Config
+		wantErr error  // the REST error
+		wantKey string // the key the message tells to fix
 	}{
-		{"catalog secret", weedConfig(info, info.AccessKeyID+":wrong", "", info.AccessKeyID, info.SecretAccessKey), "invalid_client"},
-		{"catalog token", weedConfig(info, "", "not-a-token", info.AccessKeyID, info.SecretAccessKey), "401"},
+		{"catalog secret", weedConfig(info, info.AccessKeyID+":wrong", "", info.AccessKeyID, info.SecretAccessKey),
+			rest.ErrOAuthError, "sink.iceberg.catalog.credential"},
+		{"catalog token", weedConfig(info, "", "not-a-token", info.AccessKeyID, info.SecretAccessKey),
+			rest.ErrUnauthorized, "sink.iceberg.catalog.token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -131,8 +135,8 @@ func TestRESTCatalogWrongCredentials(t *testing.T) {
 			if err == nil {
 				t.Fatal("New succeeded with a wrong catalog credential")
 			}
-			if !errors.Is(err, rest.ErrRESTError) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "sink.iceberg.catalog") {
-				t.Errorf("New with a wrong %s: %v; want a REST error naming sink.iceberg.catalog and %q", tc.name, err, tc.want)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.wantKey) {
+				t.Errorf("New with a wrong %s: %v; want %q naming %s", tc.name, err, tc.wantErr, tc.wantKey)
 			}
 		})
 	}
@@ -145,6 +149,7 @@ func TestRESTCatalogWrongCredentials(t *testing.T) {
 		if err == nil {
 			t.Fatal("Apply succeeded with a wrong S3 secret")
 		}
+		t.Logf("Apply with a wrong S3 secret: %v", err)
 		if !strings.Contains(err.Error(), "SignatureDoesNotMatch") && !strings.Contains(err.Error(), "AccessDenied") &&
 			!strings.Contains(err.Error(), strings.ToLower(http.StatusText(http.StatusForbidden))) {
 			t.Errorf("Apply with a wrong S3 secret: %v; want the store's refusal", err)
