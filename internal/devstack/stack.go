@@ -44,6 +44,10 @@ type Stack struct {
 	// StopWait is how long Stop lets a service shut down before it kills the service's whole
 	// process tree; 0 means 20 seconds.
 	StopWait time.Duration
+	// WeedVending makes weed's Iceberg REST catalog vend table-scoped S3 credentials (STS
+	// sessions) to clients that ask for them; the shared stack's weed does not, so its clients
+	// use their configured keys.
+	WeedVending bool
 }
 
 // Info is what a started service exposes, as recorded in its state file.

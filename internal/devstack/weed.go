@@ -37,9 +37,29 @@ const weedIdentities = `{
       "actions": ["Admin", "Read", "List", "Tagging", "Write"]
     },
     {"name": "anonymous"}
-  ]
+  ]%s
 }
 `
+
+// WeedCredentialRole is the role weed's catalog assumes to vend table-scoped S3 credentials when
+// the stack's WeedVending is set.
+const WeedCredentialRole = "arn:aws:iam::000000000000:role/IcebergTableAccess"
+
+// weedVendingIAM completes weedIdentities into weed's advanced IAM file (-s3.iam.config) for
+// vending: an STS signing key, and the role the catalog assumes (trusted by the catalog's own
+// provider, iceberg-catalog) with S3 access, which weed narrows to one table's prefix per
+// vended session.
+const weedVendingIAM = `,
+  "sts": {"tokenDuration": "1h", "maxSessionLength": "12h", "issuer": "seaweedfs-sts",
+          "signingKey": "c2x1aWNlLWRldnN0YWNrLXN0cy1zaWduaW5nLWtleS0zMmJ5dGVz"},
+  "roles": [{
+    "roleName": "IcebergTableAccess", "roleArn": %q,
+    "trustPolicy": {"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+      "Principal": {"Federated": "iceberg-catalog"}, "Action": ["sts:AssumeRoleWithCredentials"]}]},
+    "attachedPolicies": ["TableAccess"]
+  }],
+  "policies": [{"name": "TableAccess", "document": {"Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}}]`
 
 func (s *Stack) startWeed(ctx context.Context) (Info, error) {
 	bin, err := s.tool("weed", filepath.Join(s.Cache, "bin", "weed"))
@@ -52,7 +72,11 @@ func (s *Stack) startWeed(ctx context.Context) (Info, error) {
 		return Info{}, fmt.Errorf("creating %s: %w", data, err)
 	}
 	identities := filepath.Join(dir, "identities.json")
-	if err := os.WriteFile(identities, []byte(fmt.Sprintf(weedIdentities, WeedAccessKey, WeedSecretKey)), 0o600); err != nil {
+	vending := ""
+	if s.WeedVending {
+		vending = fmt.Sprintf(weedVendingIAM, WeedCredentialRole)
+	}
+	if err := os.WriteFile(identities, []byte(fmt.Sprintf(weedIdentities, WeedAccessKey, WeedSecretKey, vending)), 0o600); err != nil {
 		return Info{}, fmt.Errorf("writing %s: %w", identities, err)
 	}
 	// weed mini runs a master, a volume server, a filer, the S3 gateway and the Iceberg REST
@@ -85,6 +109,9 @@ func (s *Stack) startWeed(ctx context.Context) (Info, error) {
 		"-webdav=false",
 		"-tableBucket", WeedTableBucket,
 		"-bucket", WeedBucket,
+	}
+	if s.WeedVending {
+		args = append(args, "-s3.iam.config", identities, "-s3.iceberg.credentialRole", WeedCredentialRole)
 	}
 	logPath := filepath.Join(dir, "weed.log")
 	cmd := exec.Command(bin, args...)

@@ -1,7 +1,8 @@
 // Package testenv gives tests real services started by the project's service manager
 // (internal/devstack): PostgreSQL with logical decoding, the Temporal dev server, ClickHouse,
-// gocaves and an in-process S3-compatible store. Each helper starts its service when it is not
-// running, returns where to reach it, and fails the test with the reason when it cannot.
+// gocaves, SeaweedFS (S3 and an Iceberg REST catalog) and an in-process S3-compatible store.
+// Each helper starts its service when it is not running, returns where to reach it, and fails
+// the test with the reason when it cannot.
 package testenv
 
 import (
@@ -196,7 +197,33 @@ func (w WeedInfo) Credential() string { return w.AccessKeyID + ":" + w.SecretAcc
 // of its own.
 func Weed(t testing.TB) WeedInfo {
 	t.Helper()
-	info := ensure(t, devstack.ServiceWeed)
+	return weedInfo(ensure(t, devstack.ServiceWeed))
+}
+
+// VendingWeed starts a SeaweedFS of the test's own whose catalog vends table-scoped S3
+// credentials (devstack's WeedVending), and stops it at cleanup.
+func VendingWeed(t testing.TB) WeedInfo {
+	t.Helper()
+	s, err := devstack.New(t.TempDir(), "", nil)
+	if err != nil {
+		t.Fatalf("testenv: private weed: %v", err)
+	}
+	s.WeedVending = true
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	info, err := s.Ensure(ctx, devstack.ServiceWeed)
+	if err != nil {
+		t.Fatalf("testenv: private weed cannot start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(context.Background(), devstack.ServiceWeed); err != nil {
+			t.Errorf("testenv: stopping the private weed: %v", err)
+		}
+	})
+	return weedInfo(info)
+}
+
+func weedInfo(info devstack.Info) WeedInfo {
 	return WeedInfo{
 		CatalogURI:      info.URL,
 		Warehouse:       "s3://" + info.Extra["table_bucket"],
