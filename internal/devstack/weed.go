@@ -94,7 +94,9 @@ func (s *Stack) startWeed(ctx context.Context) (Info, error) {
 		}
 	}
 	p := func(n string) string { return strconv.Itoa(ports[n]) }
-	args := []string{"mini",
+	args := []string{
+		"-logdir", dir, // glog's files (weed.INFO, ...), which go to /tmp otherwise
+		"mini",
 		"-dir", data,
 		"-ip", "127.0.0.1", "-ip.bind", "127.0.0.1",
 		"-master.port", p("master"), "-master.port.grpc", p("master.grpc"),
