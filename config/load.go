@@ -28,6 +28,12 @@ func EnvName(path string) string {
 // Load reads the config file at path (.yaml, .yml or .json), applies the SLUICE_* environment
 // overrides, fills in defaults and validates it. The error lists every problem.
 func Load(path string) (*Config, error) {
+	return LoadWith(path, os.LookupEnv)
+}
+
+// LoadWith is Load with the SLUICE_* overrides looked up by lookupEnv instead of in the process
+// environment: what a process started with that environment would load.
+func LoadWith(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
 	var format string
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
@@ -42,7 +48,7 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("loading config: %w", err)
 	}
 	defer f.Close()
-	c, err := Parse(f, format)
+	c, err := parse(f, format, lookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("loading config %s: %w", path, err)
 	}

@@ -2,10 +2,11 @@
 # install-tools.sh installs, once per machine, what Sluice's demo and tests need and Go cannot fetch
 # as a module dependency: Debian's PostgreSQL 15, ClickHouse and Prometheus (for promtool, which
 # tests the alert rules) packages, the Temporal CLI (which
-# embeds the dev server and Web UI) and gocaves (Couchbase's mock server). Built binaries are cached
+# embeds the dev server and Web UI), gocaves (Couchbase's mock server) and SeaweedFS's weed (S3 and an
+# Iceberg REST catalog). Built binaries are cached
 # in $SLUICE_CACHE (default ~/.cache/sluice), outside the clone, so later runs take seconds.
 #
-# Usage: scripts/install-tools.sh [all|debian|temporal|gocaves]
+# Usage: scripts/install-tools.sh [all|debian|temporal|gocaves|weed]
 set -euo pipefail
 
 CACHE="${SLUICE_CACHE:-$HOME/.cache/sluice}"
@@ -13,6 +14,7 @@ BIN="$CACHE/bin"
 TEMPORAL_VERSION="v1.5.1"
 GOCAVES_VERSION="v0.0.1-75"
 GOCAVES_CLIENT="github.com/couchbaselabs/gocaves/client@v0.0.0-20250107114554-f96479220ae8"
+SEAWEEDFS_VERSION="v0.0.0-20261109003541-7506e5f91cd6"
 mkdir -p "$BIN"
 
 log() { printf 'install-tools: %s\n' "$*" >&2; }
@@ -74,11 +76,37 @@ install_gocaves() {
   mv "$BIN/gocaves.tmp" "$BIN/gocaves"
 }
 
+install_weed() {
+  if [ -x "$BIN/weed" ] && [ "$(cat "$BIN/weed.version" 2>/dev/null)" = "$SEAWEEDFS_VERSION" ]; then
+    return 0
+  fi
+  log "building SeaweedFS weed $SEAWEEDFS_VERSION into $BIN (about 6 minutes, once per machine)"
+  # `go install` refuses a module whose go.mod has a replace directive, and seaweedfs needs its
+  # one (go-bip39, deleted from GitHub, comes from a fork): build it as the dependency of a
+  # scratch module that copies the replace and seaweedfs' go.sum.
+  local dir src
+  dir="$(go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')"
+  [ -n "$dir" ] || { log "weed: module download failed"; return 1; }
+  src="$CACHE/src/weed"
+  rm -rf "$src"; mkdir -p "$src"
+  cp "$dir/go.sum" "$src/go.sum"; chmod u+w "$src/go.sum"
+  (
+    cd "$src"
+    printf 'module weedbuild\n\ngo %s\n\nrequire github.com/seaweedfs/seaweedfs %s\n' \
+      "$(sed -n 's/^go //p' "$dir/go.mod")" "$SEAWEEDFS_VERSION" > go.mod
+    grep '^replace ' "$dir/go.mod" | grep -v '=> /' >> go.mod
+    GOFLAGS='-mod=mod -buildvcs=false' go build -o "$BIN/weed.tmp" github.com/seaweedfs/seaweedfs/weed
+  )
+  mv "$BIN/weed.tmp" "$BIN/weed"
+  echo "$SEAWEEDFS_VERSION" > "$BIN/weed.version"
+}
+
 what="${1:-all}"
 case "$what" in
-  all) install_debian; install_gocaves; install_temporal ;;
+  all) install_debian; install_gocaves; install_temporal; install_weed ;;
   debian) install_debian ;;
   temporal) install_temporal ;;
   gocaves) install_gocaves ;;
-  *) log "unknown target $what (want all, debian, temporal or gocaves)"; exit 2 ;;
+  weed) install_weed ;;
+  *) log "unknown target $what (want all, debian, temporal, gocaves or weed)"; exit 2 ;;
 esac

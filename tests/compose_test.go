@@ -45,9 +45,7 @@ func TestDockerComposeFile(t *testing.T) {
 			dependsOn: map[string]string{"temporal": types.ServiceConditionHealthy}},
 		{service: "clickhouse", image: "clickhouse/clickhouse-server:25.8", ports: []uint32{8123, 9000}, healthcheck: true},
 		{service: "couchbase", image: "couchbase/server:community-7.6.2", ports: []uint32{8091, 11210}, healthcheck: true},
-		{service: "s3", image: "versity/versitygw:v1.8.0", ports: []uint32{7070}, healthcheck: true},
-		{service: "iceberg-rest", image: "apache/iceberg-rest-fixture:1.9.2", ports: []uint32{8181}, healthcheck: true,
-			dependsOn: map[string]string{"s3-setup": types.ServiceConditionCompletedSuccessfully}},
+		{service: "weed", image: "chrislusf/seaweedfs:4.53", ports: []uint32{8333, 8181}, healthcheck: true},
 		{service: "sluice-worker", image: "sluicecdc/sluice:dev", ports: []uint32{9464}, healthcheck: true,
 			dependsOn: map[string]string{
 				"postgres":       types.ServiceConditionHealthy,
@@ -55,7 +53,7 @@ func TestDockerComposeFile(t *testing.T) {
 				"temporal-setup": types.ServiceConditionCompletedSuccessfully,
 				"clickhouse":     types.ServiceConditionHealthy,
 				"couchbase":      types.ServiceConditionHealthy,
-				"iceberg-rest":   types.ServiceConditionHealthy,
+				"weed":           types.ServiceConditionHealthy,
 			}},
 	}
 	for _, tc := range tests {

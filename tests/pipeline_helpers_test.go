@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,9 @@ type pipelineOptions struct {
 	TableYAML string
 	// MaxParallelBackfills is source.max_parallel_backfills; 0: unset (read from the server).
 	MaxParallelBackfills int
+	// Env ("KEY=value") is the environment of every worker and starter of the pipeline, and of
+	// the test's own loads of its config (loadConfig): SLUICE_* overrides and AWS_* credentials.
+	Env []string
 }
 
 // newPipelineWith is newPipeline with every option, e.g. a private Temporal server.
@@ -107,7 +111,7 @@ func newPipelineWith(t *testing.T, o pipelineOptions) *icebergPipeline {
 	if dsn == "" {
 		dsn = testenv.NewDatabase(t)
 	}
-	p := &icebergPipeline{t: t, name: strings.ReplaceAll(testenv.RandomName("p"), "-", "_"), dsn: dsn, dir: t.TempDir()}
+	p := &icebergPipeline{t: t, name: strings.ReplaceAll(testenv.RandomName("p"), "-", "_"), dsn: dsn, dir: t.TempDir(), env: o.Env}
 	p.exec(setupSQL...)
 	if sinkYAML == "" {
 		sinkYAML = fmt.Sprintf("  type: iceberg\n  iceberg:\n    catalog:\n      type: sql\n      dialect: sqlite\n      uri: %s\n    warehouse: %s",
@@ -143,7 +147,7 @@ tables:
 	if err := os.WriteFile(p.config, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(p.config)
+	cfg, err := p.loadConfig()
 	if err != nil {
 		t.Fatalf("test config does not load: %v", err)
 	}
@@ -160,6 +164,19 @@ tables:
 		_, _ = localrun.Sluice(context.Background(), bins.Starter, p.env, "stop", "--config", p.config)
 	})
 	return p
+}
+
+// loadConfig loads the pipeline's config as its workers do: with p.env's overrides, then the
+// process environment's.
+func (p *icebergPipeline) loadConfig() (*config.Config, error) {
+	return config.LoadWith(p.config, func(name string) (string, bool) {
+		for _, kv := range slices.Backward(p.env) {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+				return v, true
+			}
+		}
+		return os.LookupEnv(name)
+	})
 }
 
 // exec runs SQL on the pipeline's source database.

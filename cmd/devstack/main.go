@@ -1,5 +1,6 @@
 // Command devstack starts, shows and stops the local services Sluice's demo and tests run
-// against: PostgreSQL, the Temporal dev server, ClickHouse and gocaves, each on private ports
+// against: PostgreSQL, the Temporal dev server, ClickHouse, gocaves and SeaweedFS (S3 and an
+// Iceberg REST catalog), each on private ports
 // under one work directory (.stack in the clone, or $SLUICE_STACK_DIR).
 //
 //	devstack start [service...]   start what is not running (all by default)
@@ -126,6 +127,9 @@ func printInfo(cmd *cobra.Command, info devstack.Info) {
 	addr := info.Addr
 	if info.Service == devstack.ServiceTemporal {
 		addr += "  Web UI " + info.Extra["ui"]
+	}
+	if info.Service == devstack.ServiceWeed {
+		addr = "catalog " + info.URL + "  S3 " + info.Extra["s3_endpoint"]
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%-11s ready  %s  (log %s)\n", info.Service, addr, info.Log)
 }

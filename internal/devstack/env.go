@@ -11,6 +11,8 @@ func Env(info Info) map[string]string {
 		return map[string]string{"SLUICE_CLICKHOUSE_ADDR": info.Addr}
 	case ServiceCouchbase:
 		return map[string]string{"SLUICE_COUCHBASE_CONNSTR": info.URL}
+	case ServiceWeed:
+		return map[string]string{"SLUICE_ICEBERG_REST_URI": info.URL, "SLUICE_S3_ENDPOINT": info.Extra["s3_endpoint"]}
 	}
 	return nil
 }

@@ -23,10 +23,11 @@ const (
 	ServiceTemporal   = "temporal"
 	ServiceClickHouse = "clickhouse"
 	ServiceCouchbase  = "couchbase"
+	ServiceWeed       = "weed" // SeaweedFS: S3 and an Iceberg REST catalog
 )
 
 // Services lists every managed service in start order.
-var Services = []string{ServicePostgres, ServiceTemporal, ServiceClickHouse, ServiceCouchbase}
+var Services = []string{ServicePostgres, ServiceTemporal, ServiceClickHouse, ServiceCouchbase, ServiceWeed}
 
 // readyTimeout bounds how long a service may take to become ready after it is started.
 const readyTimeout = 90 * time.Second
@@ -43,6 +44,10 @@ type Stack struct {
 	// StopWait is how long Stop lets a service shut down before it kills the service's whole
 	// process tree; 0 means 20 seconds.
 	StopWait time.Duration
+	// WeedVending makes weed's Iceberg REST catalog vend table-scoped S3 credentials (STS
+	// sessions) to clients that ask for them; the shared stack's weed does not, so its clients
+	// use their configured keys.
+	WeedVending bool
 }
 
 // Info is what a started service exposes, as recorded in its state file.
@@ -248,6 +253,7 @@ func (s *Stack) starters() map[string]func(context.Context) (Info, error) {
 		ServiceTemporal:   s.startTemporal,
 		ServiceClickHouse: s.startClickHouse,
 		ServiceCouchbase:  s.startCouchbase,
+		ServiceWeed:       s.startWeed,
 	}
 }
 
@@ -261,6 +267,8 @@ func (s *Stack) ready(ctx context.Context, info Info) error {
 		return clickhouseReady(ctx, info)
 	case ServiceCouchbase:
 		return couchbaseReady(ctx, info)
+	case ServiceWeed:
+		return weedReady(ctx, info)
 	}
 	return fmt.Errorf("unknown service %q", info.Service)
 }

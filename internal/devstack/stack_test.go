@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +152,56 @@ func TestCouchbaseBehindLogCapperStartsAndStops(t *testing.T) {
 			t.Fatalf("process group %d still has processes 20 s after Stop", info.PID)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestWeedRequiresCredentialsAndRestartsInPlace starts weed in a stack of its own: its S3 gateway
+// and catalog refuse anonymous requests, a halted weed comes back on the same addresses with its
+// buckets (Ensure's readiness lists the table bucket's namespaces with a token), and Stop leaves
+// no process behind.
+func TestWeedRequiresCredentialsAndRestartsInPlace(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := New(filepath.Join(t.TempDir(), "stack"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	info, err := s.Ensure(ctx, ServiceWeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{info.Extra["s3_endpoint"] + "/" + WeedBucket, info.URL + "/v1/" + WeedTableBucket + "/namespaces"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		// weed hides a table bucket from an anonymous caller as not found (404).
+		if resp.StatusCode < 400 {
+			t.Errorf("anonymous GET %s: %s, want a refusal", u, resp.Status)
+		}
+	}
+	if _, err := WeedToken(ctx, info.URL, WeedAccessKey, "wrong"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("a token for a wrong secret: %v, want 401", err)
+	}
+
+	if err := s.Halt(ctx, ServiceWeed); err != nil {
+		t.Fatal(err)
+	}
+	back, err := s.Ensure(ctx, ServiceWeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.PID == info.PID || back.URL != info.URL || back.Extra["s3_endpoint"] != info.Extra["s3_endpoint"] {
+		t.Errorf("after a halt weed is pid %d at %s and %s; was pid %d at %s and %s",
+			back.PID, back.URL, back.Extra["s3_endpoint"], info.PID, info.URL, info.Extra["s3_endpoint"])
+	}
+	if err := s.Stop(ctx, ServiceWeed); err != nil {
+		t.Fatal(err)
+	}
+	if alive(back.PID) {
+		t.Fatalf("weed (pid %d) still runs after Stop", back.PID)
 	}
 }

@@ -1,7 +1,8 @@
 // Package testenv gives tests real services started by the project's service manager
 // (internal/devstack): PostgreSQL with logical decoding, the Temporal dev server, ClickHouse,
-// gocaves and an in-process S3-compatible store. Each helper starts its service when it is not
-// running, returns where to reach it, and fails the test with the reason when it cannot.
+// gocaves, SeaweedFS (S3 and an Iceberg REST catalog) and an in-process S3-compatible store.
+// Each helper starts its service when it is not running, returns where to reach it, and fails
+// the test with the reason when it cannot.
 package testenv
 
 import (
@@ -174,4 +175,62 @@ func PrivatePostgres(t testing.TB, settings ...string) PostgresServer {
 		}
 	})
 	return PostgresServer{DSN: info.URL, Log: info.Log}
+}
+
+// WeedInfo is where to reach the stack's SeaweedFS: its Iceberg REST catalog and S3 gateway, with
+// the credentials both accept.
+type WeedInfo struct {
+	CatalogURI      string // the Iceberg REST catalog's base URL
+	Warehouse       string // s3://<table bucket>: the catalog's warehouse
+	Staging         string // a plain bucket, for staging
+	S3Endpoint      string // the S3 gateway, http://127.0.0.1:port (path-style)
+	Region          string
+	AccessKeyID     string // also the catalog's OAuth2 client id
+	SecretAccessKey string // also the catalog's OAuth2 client secret
+}
+
+// Credential is the catalog's OAuth2 client credential, client_id:client_secret.
+func (w WeedInfo) Credential() string { return w.AccessKeyID + ":" + w.SecretAccessKey }
+
+// Weed returns how to reach the stack's SeaweedFS (weed mini), S3 and Iceberg REST catalog in
+// one process, both requiring credentials. Tests share its table bucket: each uses namespaces
+// of its own.
+func Weed(t testing.TB) WeedInfo {
+	t.Helper()
+	return weedInfo(ensure(t, devstack.ServiceWeed))
+}
+
+// VendingWeed starts a SeaweedFS of the test's own whose catalog vends table-scoped S3
+// credentials (devstack's WeedVending), and stops it at cleanup.
+func VendingWeed(t testing.TB) WeedInfo {
+	t.Helper()
+	s, err := devstack.New(t.TempDir(), "", nil)
+	if err != nil {
+		t.Fatalf("testenv: private weed: %v", err)
+	}
+	s.WeedVending = true
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	info, err := s.Ensure(ctx, devstack.ServiceWeed)
+	if err != nil {
+		t.Fatalf("testenv: private weed cannot start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(context.Background(), devstack.ServiceWeed); err != nil {
+			t.Errorf("testenv: stopping the private weed: %v", err)
+		}
+	})
+	return weedInfo(info)
+}
+
+func weedInfo(info devstack.Info) WeedInfo {
+	return WeedInfo{
+		CatalogURI:      info.URL,
+		Warehouse:       "s3://" + info.Extra["table_bucket"],
+		Staging:         info.Extra["bucket"],
+		S3Endpoint:      info.Extra["s3_endpoint"],
+		Region:          info.Extra["region"],
+		AccessKeyID:     info.Extra["access_key_id"],
+		SecretAccessKey: info.Extra["secret_access_key"],
+	}
 }

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/catalog/rest"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/config"
 
@@ -90,8 +92,15 @@ func openCatalog(ctx context.Context, c *Config) (catalog.Catalog, error) {
 	switch c.Catalog.Type {
 	case CatalogREST:
 		cat, err := rest.NewCatalog(ctx, c.Catalog.Name, c.Catalog.URI, restOptions(c)...)
+		if errors.Is(err, rest.ErrOAuthError) {
+			return nil, fmt.Errorf("the rest catalog at sink.iceberg.catalog.uri refused the OAuth2 client credential "+
+				"sink.iceberg.catalog.credential (client_id:client_secret); check it (%s): %w", config.EnvName("sink.iceberg.catalog.credential"), err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("connecting to the rest catalog at sink.iceberg.catalog.uri: %w", err)
+		}
+		if err := checkRESTAuth(ctx, cat); err != nil {
+			return nil, err
 		}
 		return cat, nil
 	case CatalogSQL:
@@ -117,6 +126,20 @@ func openCatalog(ctx context.Context, c *Config) (catalog.Catalog, error) {
 		return &sqlCatalog{Catalog: cat, db: db}, nil
 	}
 	return nil, fmt.Errorf("sink.iceberg.catalog.type: unknown catalog type %q", c.Catalog.Type)
+}
+
+// checkRESTAuth makes one authenticated request (does a namespace exist), so that a catalog
+// that refuses Sluice's token (or needs one and got none) fails the connection with the keys to
+// fix, rather than the first table operation. A catalog answers its config endpoint without
+// authentication, so connecting alone proves nothing.
+func checkRESTAuth(ctx context.Context, cat *rest.Catalog) error {
+	_, err := cat.CheckNamespaceExists(ctx, table.Identifier{"sluice"})
+	if errors.Is(err, rest.ErrUnauthorized) || errors.Is(err, rest.ErrAuthorizationExpired) {
+		return fmt.Errorf("the rest catalog at sink.iceberg.catalog.uri refused Sluice's requests as unauthenticated: "+
+			"set sink.iceberg.catalog.token (%s) to a token it accepts, or sink.iceberg.catalog.credential to an OAuth2 client it knows: %w",
+			config.EnvName("sink.iceberg.catalog.token"), err)
+	}
+	return nil // anything else (forbidden to look, unreachable) shows on the table operations, with their names
 }
 
 // sqlCatalog closes the database handle it was given along with the catalog.
