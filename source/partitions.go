@@ -92,19 +92,34 @@ func textArray(items []string) string {
 }
 
 // partitionHasRows reports whether partition holds a row that where (a row filter in SQL, ""
-// for none) keeps; a partition that is itself partitioned is read with its partitions.
+// for none) keeps and that the WAL may not carry: one written before the partition joined its
+// parent, or by the transaction that attached it. A partition that is itself partitioned is read
+// with its partitions.
+//
+// A row's xmin against the xmin of the partition's pg_inherits row (the transaction that created
+// it as a partition or attached it) tells them apart: a row written by a later transaction went
+// through the partitioned table and is in the WAL (published via the root), so a partition created
+// ahead of time and filled since needs no resync, however soon the next check comes. A row of the
+// attaching transaction or older is counted, and so is one whose xmin's age is negative (a frozen
+// row older than 2^31 transactions, whose raw xmin wrapped around). The residue: an old table whose
+// every row was written between 2^32 and 2^32 + (the attach's age) transactions before the check
+// would read as written after the attach (the check runs every few seconds, so that window is the
+// transactions of those seconds). A table that is not a partition (detached) counts every row.
 func partitionHasRows(ctx context.Context, conn *pgconn.PgConn, partition batch.TableName, where string) (bool, error) {
-	sql := "SELECT EXISTS (SELECT 1 FROM " + quoteTable(partition)
+	joined := "(SELECT pg_catalog.age(i.xmin) FROM pg_catalog.pg_inherits i WHERE i.inhrelid = " +
+		quoteLiteral(quoteTable(partition)) + "::regclass)"
+	sql := "SELECT EXISTS (SELECT 1 FROM " + quoteTable(partition) +
+		" WHERE (pg_catalog.age(xmin) >= coalesce(" + joined + ", -1) OR pg_catalog.age(xmin) < 0)"
 	if where != "" {
-		sql += " WHERE (" + where + ")"
+		sql += " AND (" + where + ")"
 	}
 	sql += ")"
 	res := conn.ExecParams(ctx, sql, nil, nil, nil, nil).Read()
 	if res.Err != nil {
-		return false, fmt.Errorf("checking whether partition %s holds rows: %w", partition, res.Err)
+		return false, fmt.Errorf("checking whether partition %s holds rows that predate it: %w", partition, res.Err)
 	}
 	if len(res.Rows) != 1 {
-		return false, fmt.Errorf("checking whether partition %s holds rows: want 1 row, got %d", partition, len(res.Rows))
+		return false, fmt.Errorf("checking whether partition %s holds rows that predate it: want 1 row, got %d", partition, len(res.Rows))
 	}
 	return string(res.Rows[0][0]) == "t", nil
 }
