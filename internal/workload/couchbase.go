@@ -94,7 +94,7 @@ func documentValues(t *Table, raw []byte) ([]string, error) {
 			continue
 		}
 		switch c.Kind {
-		case JSON, Int4Array, TextArray, Int2, Int4, Int8, Float4, Float8, Bool, OID:
+		case JSON, Int4Array, TextArray, IntervalArray, Int2, Int4, Int8, Float4, Float8, Bool, OID:
 			vals[i] = string(v)
 			continue
 		}
