@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/workload"
 )
 
 // everyTable has a column of each type without a native Arrow mapping (docs/types.md): extension
@@ -209,7 +210,12 @@ func couchbaseColumns(col *gocb.Collection, universe, columns []string) sinkRead
 			}
 			row := make([]string, len(columns))
 			for i, c := range columns {
-				if row[i], err = jsonText(doc[c]); err != nil {
+				if bytes.HasPrefix(doc[c], []byte("{")) { // hstore, the only object member here
+					row[i], err = workload.HstoreText(doc[c])
+				} else {
+					row[i], err = jsonText(doc[c])
+				}
+				if err != nil {
 					return out, fmt.Errorf("document %s member %s: %w", k, c, err)
 				}
 			}
