@@ -17,16 +17,18 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/workload"
 )
 
 // everyTable has a column of each type without a native Arrow mapping (docs/types.md): extension
 // types from Debian's postgresql contrib (citext, hstore, ltree) and PostGIS, domains over them
-// and over arrays, arrays of them, a multi-dimensional array and oid.
+// and over arrays, arrays of them, a multi-dimensional array and oid; and interval and
+// interval[], which the sinks hold as ISO 8601 text (compared with Postgres' iso_8601 style).
 var everyTable = batch.TableName{Schema: "public", Name: "every"}
 
 // everyColumns are the columns of everyTable compared in every sink.
 var everyColumns = []string{"ci", "em", "hs", "lt", "geom", "geog", "mo", "mac", "mac8", "bt", "vb", "ttz", "x",
-	"tsv", "tsq", "r", "tr", "cp", "md", "o", "ip", "en", "il", "cia", "ttza"}
+	"tsv", "tsq", "r", "tr", "cp", "md", "o", "ip", "en", "il", "cia", "ttza", "iv", "iva"}
 
 // everyBig is a 12.8 kB random hex text: incompressible enough to be stored out of line, so an
 // update that does not change it sends it as an unchanged TOAST value.
@@ -35,14 +37,16 @@ const everyBig = `(SELECT string_agg(md5(random()::text), '') FROM generate_seri
 // everyRow returns the INSERT of generated row i (ClickHouse cannot tell a NULL array from an
 // empty one, so arrays are never NULL here).
 func everyRow(lo, hi int) string {
-	return fmt.Sprintf(`INSERT INTO every (id, ci, em, hs, lt, geom, geog, mo, mac, mac8, bt, vb, ttz, x, tsv, tsq, r, tr, cp, md, o, ip, en, il, cia, ttza)
+	return fmt.Sprintf(`INSERT INTO every (id, ci, em, hs, lt, geom, geog, mo, mac, mac8, bt, vb, ttz, x, tsv, tsq, r, tr, cp, md, o, ip, en, il, cia, ttza, iv, iva)
 SELECT i, 'Name ' || i, 'User' || i || '@Example.org', hstore(ARRAY['k', 'n'], ARRAY['v ' || i, i::text]), ('top.n' || i)::ltree,
   ST_MakePoint(i, -i), ST_MakePoint(i / 10.0, i / 20.0)::geography, i * 1.25, ('08:00:2b:01:02:' || lpad(to_hex(i %% 256), 2, '0'))::macaddr,
   '08:00:2b:01:02:03:04:05', (i %% 16)::bit(4), (i %% 5)::bit(3)::varbit, (make_time(i %% 24, i %% 60, 1.5)::text || '+05:30')::timetz,
   ('<r n="' || i || '">t</r>')::xml, to_tsvector('simple', 'word' || i || ' other'), ('q' || i)::tsquery, int4range(i, i + 10),
   tstzrange('2020-01-01'::timestamptz + i * interval '1 day', NULL), ROW(i, 's "' || i || '"')::pair, ARRAY[[i, i + 1], [i + 2, i + 3]],
   (1000 + i)::oid, ('10.0.' || (i %% 256) || '.0/24')::inet, (ARRAY['sad', 'ok', 'happy'])[i %% 3 + 1]::mood, ARRAY[i, NULL, -i],
-  ARRAY['Ab' || i, NULL], ARRAY['12:00:00-03:30'::timetz]
+  ARRAY['Ab' || i, NULL], ARRAY['12:00:00-03:30'::timetz],
+  make_interval(months => i - 20, days => 15 - i, secs => (i %% 7 - 3) * 3599.75 + i / 1e6),
+  ARRAY[make_interval(days => -i), NULL, make_interval(months => -i, secs => i * 0.5)]
 FROM generate_series(%d, %d) i`, lo, hi)
 }
 
@@ -61,12 +65,13 @@ func everySetup() []string {
 		`CREATE TABLE every (id int PRIMARY KEY,
 		  ci citext, em email, hs hstore, lt ltree, geom geometry, geog geography, mo money, mac macaddr, mac8 macaddr8,
 		  bt bit(4), vb varbit, ttz timetz, x xml, tsv tsvector, tsq tsquery, r int4range, tr tstzrange, cp pair, md int[][],
-		  o oid, ip inet, en mood, il intlist, cia citext[], ttza timetz[])`,
-		`INSERT INTO every (id, il, cia, ttza) VALUES (1, '{}', '{}', '{}')`,
+		  o oid, ip inet, en mood, il intlist, cia citext[], ttza timetz[], iv interval, iva interval[])`,
+		`INSERT INTO every (id, il, cia, ttza, iva) VALUES (1, '{}', '{}', '{}', '{}')`,
 		`INSERT INTO every VALUES (2, 'MiXeD', 'A@B.example', 'a=>1, "b c"=>NULL, "q\"t"=>"x,y"', 'top.science', 'SRID=4326;POINT(1 2)',
 		  'POINT(-71.06 42.36)', '-1234.56', '08:00:2b:01:02:03', '08:00:2b:01:02:03:04:05', B'1010', B'', '12:34:56.789+05:30',
 		  '<a x="1">t&amp;</a>', 'a:1 b:2', 'a & !b', 'empty', '["2020-01-01 00:00:00+00",)', ROW(NULL, 'a "b", c'),
-		  '[0:1][0:0]={{7},{8}}', 4294967295, '10.1.2.3/16', 'happy', '{1,NULL,3}', '{Ab,"c d",NULL,""}', '{12:00:00-03:30,NULL}')`,
+		  '[0:1][0:0]={{7},{8}}', 4294967295, '10.1.2.3/16', 'happy', '{1,NULL,3}', '{Ab,"c d",NULL,""}', '{12:00:00-03:30,NULL}',
+		  '-1 year 2 mons -3 days +04:05:06.000007', '{"-0.5 seconds","0","-14 mons 1 day -100:00:00",NULL}')`,
 		everyRow(3, 40),
 		`UPDATE every SET ci = ` + everyBig + `, hs = hstore('big', ` + everyBig + `), x = ('<big>' || ` + everyBig + ` || '</big>')::xml
 		  WHERE id IN (3, 10, 11, 12)`,
@@ -81,7 +86,8 @@ var everyChanges = []string{
 	`UPDATE every SET mo = mo + 1::money, o = (o::bigint + 1)::oid WHERE id IN (3, 10, 11, 46)`,
 	`UPDATE every SET ci = upper(ci), em = lower(em), hs = hs || 'z=>1'::hstore, lt = lt || 'x', ttz = '23:59:59-12',
 	  md = '{{9}}', geom = ST_Translate(geom, 1, 1), cp = ROW(0, NULL), il = il || 4, cia = cia || 'New'::citext WHERE id BETWEEN 4 AND 8`,
-	`UPDATE every SET x = NULL, tsv = NULL, r = NULL, geog = NULL WHERE id = 6`,
+	`UPDATE every SET x = NULL, tsv = NULL, r = NULL, geog = NULL, iv = NULL WHERE id = 6`,
+	`UPDATE every SET iv = -iv, iva = iva || '-1 mon 1 day -00:00:00.000001'::interval WHERE id IN (8, 9)`,
 	`UPDATE every SET id = 400 WHERE id = 7`,
 	`DELETE FROM every WHERE id IN (5, 20, 41, 11)`,
 }
@@ -204,7 +210,12 @@ func couchbaseColumns(col *gocb.Collection, universe, columns []string) sinkRead
 			}
 			row := make([]string, len(columns))
 			for i, c := range columns {
-				if row[i], err = jsonText(doc[c]); err != nil {
+				if bytes.HasPrefix(doc[c], []byte("{")) { // hstore, the only object member here
+					row[i], err = workload.HstoreText(doc[c])
+				} else {
+					row[i], err = jsonText(doc[c])
+				}
+				if err != nil {
 					return out, fmt.Errorf("document %s member %s: %w", k, c, err)
 				}
 			}

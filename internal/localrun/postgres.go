@@ -9,12 +9,16 @@ import (
 )
 
 // ScanPostgres reads columns of a source table as text (NULL as "NULL"), keyed by key.
+// Intervals print under IntervalStyle iso_8601, the ISO 8601 text the sinks hold.
 func ScanPostgres(ctx context.Context, dsn, table, key string, columns []string) (Table, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return Table{}, fmt.Errorf("connecting to the source: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SET intervalstyle = iso_8601"); err != nil {
+		return Table{}, fmt.Errorf("setting IntervalStyle iso_8601 to read %s: %w", table, err)
+	}
 	exprs, err := canonicalExprs(ctx, conn, table, columns)
 	if err != nil {
 		return Table{}, err

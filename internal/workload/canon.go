@@ -76,7 +76,7 @@ func Canon(k Kind, v string) string {
 		return strings.ToLower(v)
 	case Bytea:
 		return strings.ToLower(strings.TrimPrefix(v, `\x`))
-	case JSON, Int4Array, TextArray:
+	case JSON, Int4Array, TextArray, IntervalArray:
 		return canonJSON(v)
 	}
 	return v

@@ -118,3 +118,20 @@ func TestDocumentKey(t *testing.T) {
 		}
 	}
 }
+
+func TestHstoreTextRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ doc, want string }{
+		{`{}`, ``},
+		{`{"b":"1","a":null}`, `"b"=>"1", "a"=>NULL`},
+		{`{"q\"t":"x\\y","":""}`, `"q\"t"=>"x\\y", ""=>""`},
+	} {
+		got, err := HstoreText([]byte(c.doc))
+		if err != nil || got != c.want {
+			t.Errorf("HstoreText(%s) = %q, %v; want %q", c.doc, got, err, c.want)
+		}
+	}
+	if _, err := HstoreText([]byte(`"a"=>"1"`)); err == nil {
+		t.Error("HstoreText of a string: no error")
+	}
+}

@@ -80,7 +80,7 @@ func (s *ClickHouseSink) Read(ctx context.Context, t *Table, _ []Key) ([]Row, er
 			switch c.Kind {
 			case Int4Array:
 				dest = append(dest, &ints[i])
-			case TextArray:
+			case TextArray, IntervalArray:
 				dest = append(dest, &strs[i])
 			default:
 				dest = append(dest, &nulls[i], &texts[i])
@@ -95,7 +95,7 @@ func (s *ClickHouseSink) Read(ctx context.Context, t *Table, _ []Key) ([]Row, er
 			switch {
 			case c.Kind == Int4Array:
 				v = ints[i]
-			case c.Kind == TextArray:
+			case c.Kind == TextArray || c.Kind == IntervalArray:
 				v = strs[i]
 			case nulls[i] != 0:
 				vals[i] = Null

@@ -21,7 +21,8 @@ import (
 // (never through float64, so a bigint beyond 2^53 compares exactly); numeric is a JSON string;
 // bytea is base64; json and jsonb are embedded JSON values; dates, times and timestamps are ISO
 // 8601 strings with at most 6 fractional digits (timestamp without zone, timestamptz with Z);
-// oid is a number; the types carried as text (hstore, money, geometry, ...) are strings.
+// oid is a number; hstore is a JSON object (compared as the hstore text it spells, HstoreText);
+// the other types carried as text (money, geometry, ...) are strings.
 // Every value maps exactly, so Expect changes nothing. A document key is the key's text, or
 // for a composite key the parts with % as %25 and : as %3A, joined by ::.
 type CouchbaseSink struct {
@@ -94,8 +95,15 @@ func documentValues(t *Table, raw []byte) ([]string, error) {
 			continue
 		}
 		switch c.Kind {
-		case JSON, Int4Array, TextArray, Int2, Int4, Int8, Float4, Float8, Bool, OID:
+		case JSON, Int4Array, TextArray, IntervalArray, Int2, Int4, Int8, Float4, Float8, Bool, OID:
 			vals[i] = string(v)
+			continue
+		case Hstore:
+			h, err := HstoreText(v)
+			if err != nil {
+				h = "not an hstore object: " + string(v)
+			}
+			vals[i] = h
 			continue
 		}
 		var s string
@@ -114,4 +122,36 @@ func documentValues(t *Table, raw []byte) ([]string, error) {
 		vals[i] = s
 	}
 	return vals, nil
+}
+
+// HstoreText prints the JSON object the Couchbase sink writes for an hstore as the text Postgres
+// prints for it: `"k"=>"v", "n"=>NULL`, pairs in the document's order (the sink keeps Postgres'
+// order), " and \ escaped by a backslash.
+func HstoreText(raw json.RawMessage) (string, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return "", fmt.Errorf("not a JSON object")
+	}
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	var b strings.Builder
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return "", err
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`"` + esc.Replace(tok.(string)) + `"=>`)
+		var v *string
+		if err := d.Decode(&v); err != nil {
+			return "", err
+		}
+		if v == nil {
+			b.WriteString("NULL")
+		} else {
+			b.WriteString(`"` + esc.Replace(*v) + `"`)
+		}
+	}
+	return b.String(), nil
 }

@@ -121,8 +121,32 @@ func (g valueGen) textKindLiteral(c Column) string {
 		return fmt.Sprintf("ST_MakePoint(%s, %s)::geography", g.coord(180), g.coord(90))
 	case OID:
 		return strconv.FormatUint(uint64(g.rng.Uint32()), 10) + "::oid"
+	case Interval:
+		return g.interval()
+	case IntervalArray:
+		elems := make([]string, g.rng.IntN(4))
+		for i := range elems {
+			elems[i] = g.interval()
+			if g.rng.IntN(6) == 0 {
+				elems[i] = "NULL"
+			}
+		}
+		return "ARRAY[" + strings.Join(elems, ", ") + "]::interval[]"
 	}
 	return ""
+}
+
+// interval returns an interval literal whose months, days and time part each have their own
+// sign (or are zero), with microseconds: the cases whose ISO 8601 text is easy to get wrong.
+func (g valueGen) interval() string {
+	part := func(n int) int {
+		if g.rng.IntN(3) == 0 {
+			return 0
+		}
+		return g.rng.IntN(2*n+1) - n
+	}
+	us := int64(part(1_000_000)) * int64(g.rng.IntN(200_000)+1) // up to about ±55 hours
+	return fmt.Sprintf("make_interval(months => %d, days => %d, secs => %d / 1e6)", part(400), part(90), us)
 }
 
 // bits returns n random binary digits.

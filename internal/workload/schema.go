@@ -10,9 +10,8 @@ type Kind int
 
 // The kinds of column the workload covers: every type the Iceberg, ClickHouse and Couchbase
 // sinks all carry, and the types without a native mapping that every sink carries as the text
-// Postgres prints (docs/types.md). interval is left out (its sinks store ISO 8601 text, which
-// the checker does not compare with the text Postgres prints), and so are inet, cidr and
-// char(n), which travel as text like Text.
+// Postgres prints (docs/types.md). inet, cidr and char(n) are left out: they travel as text like
+// Text.
 const (
 	Int2 Kind = iota
 	Int4
@@ -53,6 +52,12 @@ const (
 
 	// OID is oid: an int64 in every sink.
 	OID
+
+	// Interval is interval: ISO 8601 text in every sink (batch.AppendInterval), compared with
+	// the text the source prints under IntervalStyle iso_8601.
+	Interval
+	// IntervalArray is interval[]: a list of ISO 8601 texts.
+	IntervalArray
 )
 
 // String names the kind as in messages.
@@ -60,7 +65,7 @@ func (k Kind) String() string {
 	names := [...]string{"int2", "int4", "int8", "float4", "float8", "numeric", "numeric(text)", "text", "bool",
 		"date", "time", "timestamp", "timestamptz", "uuid", "bytea", "json", "int4[]", "text[]",
 		"citext", "hstore", "ltree", "money", "macaddr", "bit", "varbit", "timetz", "xml", "tsvector", "int4range",
-		"composite", "int4[][]", "enum", "geometry", "geography", "oid"}
+		"composite", "int4[][]", "enum", "geometry", "geography", "oid", "interval", "interval[]"}
 	if int(k) < len(names) {
 		return names[k]
 	}
@@ -68,7 +73,7 @@ func (k Kind) String() string {
 }
 
 // IsArray reports whether the kind is an array.
-func (k Kind) IsArray() bool { return k == Int4Array || k == TextArray }
+func (k Kind) IsArray() bool { return k == Int4Array || k == TextArray || k == IntervalArray }
 
 // Column is one column of a workload table.
 type Column struct {
@@ -255,6 +260,8 @@ func Tables() []*Table {
 			{Name: "c_oid", SQL: "oid", Kind: OID},
 			{Name: "c_geom", SQL: "geometry", Kind: Geometry},
 			{Name: "c_geog", SQL: "geography", Kind: Geography},
+			{Name: "c_interval", SQL: "interval", Kind: Interval},
+			{Name: "c_intervals", SQL: "interval[]", Kind: IntervalArray},
 			{Name: "c_bigci", SQL: "citext", Kind: Citext, Toast: true},
 			{Name: "c_bighs", SQL: "hstore", Kind: Hstore, Toast: true},
 		}},

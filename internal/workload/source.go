@@ -28,19 +28,23 @@ func sourceExpr(c Column) string {
 		expr = "to_char(" + id + ", 'YYYY-MM-DD')"
 	case Bytea:
 		expr = "encode(" + id + ", 'hex')"
-	case Int4Array, TextArray:
+	case Int4Array, TextArray, IntervalArray:
 		expr = "array_to_json(" + id + ")::text"
 	}
 	return "coalesce(" + expr + ", 'NULL')"
 }
 
-// ReadSource reads every row of t from the source at dsn, in canonical text.
+// ReadSource reads every row of t from the source at dsn, in canonical text. Intervals print
+// under IntervalStyle iso_8601, Postgres' own ISO 8601 text, which is what the sinks hold.
 func ReadSource(ctx context.Context, dsn string, t *Table) ([]Row, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the source: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "SET intervalstyle = iso_8601"); err != nil {
+		return nil, fmt.Errorf("setting IntervalStyle iso_8601 to read %s: %w", t.Qualified(), err)
+	}
 	exprs := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
 		exprs[i] = sourceExpr(c)

@@ -32,6 +32,7 @@
 //	interval                     ISO 8601 duration as Postgres' iso_8601 style: "P1Y2MT3H4.5S"
 //	uuid                         "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
 //	arrays                       JSON arrays of the above
+//	hstore                       a JSON object, a NULL value null: {"a":"1","b":null}
 //
 // Fractions of seconds have at most 6 digits, trailing zeros removed. A body over 20 MiB is
 // poison. Inserts, updates and snapshot rows replace the document's body; deletes remove the

@@ -103,6 +103,35 @@ func appendJSONValue(dst []byte, arr arrow.Array, i int, rawJSON bool) ([]byte, 
 	return dst, nil
 }
 
+// appendHstore appends the hstore arr[i] as a JSON object, its pairs in Postgres' order, a NULL
+// value as null; a NULL hstore is null.
+func appendHstore(dst []byte, arr arrow.Array, i int) ([]byte, error) {
+	if arr.IsNull(i) {
+		return append(dst, "null"...), nil
+	}
+	s, ok := arr.(*array.String)
+	if !ok {
+		return dst, fmt.Errorf("hstore column is %s, want utf8", arr.DataType())
+	}
+	pairs, err := batch.ParseHstore(s.Value(i))
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, '{')
+	for j, p := range pairs {
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendJSONString(dst, p.Key), ':')
+		if p.Value == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = appendJSONString(dst, *p.Value)
+		}
+	}
+	return append(dst, '}'), nil
+}
+
 // appendFloat writes a finite float as a JSON number and NaN and ±Infinity as the strings
 // "NaN", "Infinity" and "-Infinity" (JSON has no such numbers), as Postgres prints them.
 func appendFloat(dst []byte, f float64, bits int) ([]byte, valueKind, error) {

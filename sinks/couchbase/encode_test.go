@@ -96,6 +96,9 @@ func TestBodyEncoding(t *testing.T) {
 		{"text array", col("v", 1009, "text[]", -1), s(`{a,"b c","d\"e"}`), `["a","b c","d\"e"]`},
 		{"jsonb array embedded", col("v", 3807, "jsonb[]", -1), s(`{"{\"a\": 1}",null}`), `[{"a": 1},null]`},
 		{"numeric array exact", col("v", 1231, "numeric(12,2)[]", numeric122), s(`{1.10,NULL}`), `["1.10",null]`},
+		{"hstore object", col("v", 16385, "hstore", -1), s(`"a"=>"1", "b"=>NULL, "q\"t"=>"x\\y"`), `{"a":"1","b":null,"q\"t":"x\\y"}`},
+		{"hstore empty", col("v", 16385, "hstore", -1), s(``), `{}`},
+		{"hstore null", col("v", 16385, "public.hstore", -1), nil, `null`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ type field struct {
 	prefix  []byte // "name":
 	col     int
 	rawJSON bool
+	hstore  bool // an hstore column: written as a JSON object (appendHstore)
 }
 
 // layout is how a table's rows become documents.
@@ -59,6 +60,7 @@ func newLayout(spec sinks.TableSpec) (layout, error) {
 		if err := add(c.Name, i, rawJSON, "column "+c.Name); err != nil {
 			return layout{}, err
 		}
+		l.fields[len(l.fields)-1].hstore = !c.Key && batch.IsHstoreType(c.TypeName)
 		if c.Key {
 			l.keys = append(l.keys, i)
 			l.rawKey = append(l.rawKey, rawJSON)
@@ -164,7 +166,12 @@ func (l layout) body(dst []byte, rec arrow.RecordBatch, i int) ([]byte, error) {
 		}
 		dst = append(dst, f.prefix...)
 		var err error
-		if dst, err = appendJSONValue(dst, rec.Column(f.col), i, f.rawJSON); err != nil {
+		if f.hstore {
+			dst, err = appendHstore(dst, rec.Column(f.col), i)
+		} else {
+			dst, err = appendJSONValue(dst, rec.Column(f.col), i, f.rawJSON)
+		}
+		if err != nil {
 			return dst, fmt.Errorf("member %s: %w", f.prefix[:len(f.prefix)-1], err)
 		}
 	}
