@@ -240,9 +240,17 @@ func TestFastShutdownWhileHolding(t *testing.T) {
 // restart_lsn follows the running-transactions record Postgres logs every 15 s while WAL is
 // written and at every checkpoint; once idle, both end within a few records of the WAL end.
 const (
-	idleRetainedBound  = 64 << 10 // pg_current_wal_lsn - restart_lsn
+	// One WAL segment: the server recycles WAL by whole segments, so a slot that retains less
+	// keeps nothing on disk (measured idle: a few records; under a loaded machine the last
+	// running-transactions record can come late, leaving 1-2 MB for a while).
+	idleRetainedBound  = 16 << 20 // pg_current_wal_lsn - restart_lsn
 	idleConfirmedBound = 64 << 10 // pg_current_wal_lsn - confirmed_flush_lsn
-	idleSettleWithin   = time.Minute
+	idleSettleWithin   = 2 * time.Minute
+	// idleTrailShare bounds what the slot retains during the writes, as a share of the WAL written
+	// elsewhere: it trails by the seconds between running-transactions records (15 s) and status
+	// updates (5 s), about 40% of a 70 s run at worst here; a slot held by the idle table would
+	// retain all of it.
+	idleTrailShare = 0.6
 )
 
 // slotLag returns the server's WAL end and how far the slot's restart_lsn and
@@ -315,9 +323,10 @@ func TestIdleTablesHoldNoWAL(t *testing.T) {
 	t.Logf("wrote %d MB of WAL in %d rounds in %s (%.0f MB/s); during the writes the slot retained at most %d MB and left at most %d MB unconfirmed",
 		written>>20, round, took.Round(time.Second), float64(written)/float64(1<<20)/took.Seconds(), maxRetained>>20, maxUnconfirmed>>20)
 	// During the writes the slot trails by what is written between two running-transactions
-	// records (15 s) and a status update (5 s): well under 30 s of writes.
-	if trail := int64(float64(written) / took.Seconds() * 30); maxRetained > trail {
-		t.Errorf("during the writes the slot retained up to %d MB of the %d MB written elsewhere, more than 30 s of writes (%d MB)", maxRetained>>20, written>>20, trail>>20)
+	// records (15 s) and a status update (5 s), never by everything written.
+	if trail := int64(float64(written) * idleTrailShare); maxRetained > trail {
+		t.Errorf("during the writes the slot retained up to %d MB of the %d MB written elsewhere, more than %.0f%% of it (%d MB)",
+			maxRetained>>20, written>>20, idleTrailShare*100, trail>>20)
 	}
 
 	settled := time.Now()
