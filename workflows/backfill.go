@@ -105,6 +105,40 @@ func (t *table) copyByChunk(ctx, sctx workflow.Context, info activities.Snapshot
 	}
 }
 
+// backfillRetrying runs the backfill, and runs it again after a timer (backoff) when its
+// snapshot session was lost: the session's worker died, or creating the session timed out on a
+// busy worker. The next attempt discards the partial snapshot and starts again in the same run,
+// and the table's status shows the loss meanwhile (last_error), where a failed run used to be
+// what operators and alerts on failed workflows saw. When the run's history reaches its budget
+// the loss fails the run as before, and the workflow's retry policy starts a new run, which
+// backfills.
+func (t *table) backfillRetrying(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, "backfill-retries-lost-session", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return t.backfill(ctx)
+	}
+	for failures := 1; ; failures++ {
+		err := t.backfill(ctx)
+		var appErr *temporal.ApplicationError
+		if err == nil {
+			if failures > 1 {
+				t.lastError = ""
+			}
+			return nil
+		}
+		if ctx.Err() != nil || !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeSnapshotSessionLost || t.continueAsNewDue(ctx) {
+			return err
+		}
+		t.lastError = fmt.Sprintf("backfilling (snapshot session lost, attempt %d; starting again): %v", failures, err)
+		t.showDetails(ctx)
+		wait := backoff(failures)
+		workflow.GetLogger(ctx).Warn("snapshot session lost; backfilling again", "table", t.in.Table().String(),
+			"failures", failures, "retry_in", wait, "error", err)
+		if err := workflow.Sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
 // sessionError classifies a failure inside the snapshot session. Non-retryable activity errors
 // (a poison row, a missing implementation) pass through. Everything else means the session or
 // its worker is gone (activities in it retry forever otherwise): the run fails retryably and the

@@ -103,7 +103,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 		switch {
 		case t.resync:
 			t.resync = false
-			if err := t.backfill(ctx); err != nil {
+			if err := t.backfillRetrying(ctx); err != nil {
 				return t.fail(ctx, err)
 			}
 		case t.stop != nil:
@@ -176,7 +176,7 @@ func (t *table) load(ctx workflow.Context) error {
 	}
 	t.mergeWindow(res.Staged, res.More, res.StagedHi)
 	if !res.HasPosition {
-		return t.backfill(ctx)
+		return t.backfillRetrying(ctx)
 	}
 	// The sink, not a carried state, says where the table stands.
 	t.position, t.hasPosition = res.Position, true
