@@ -156,7 +156,7 @@ func (t *table) sessionError(sctx workflow.Context, step string, err error) erro
 		state = "failed"
 	}
 	return temporal.NewApplicationError(
-		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the run fails, the next run discards the partial snapshot and starts again",
+		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the backfill discards the partial snapshot and starts again",
 			t.in.Table(), step, state, t.snapshot.Rows, t.snapshot.EstimatedRows, err),
 		activities.ErrTypeSnapshotSessionLost, err)
 }
