@@ -105,7 +105,7 @@ func (t *table) copyByChunk(ctx, sctx workflow.Context, info activities.Snapshot
 	}
 }
 
-// backfillRetrying runs the backfill, and runs it again after a timer (backoff) when its
+// backfillRetrying runs the backfill, and runs it again after a timer (1 s, then backoff) when its
 // snapshot session was lost: the session's worker died, or creating the session timed out on a
 // busy worker. The next attempt discards the partial snapshot and starts again in the same run,
 // and the table's status shows the loss meanwhile (last_error), where a failed run used to be
@@ -130,7 +130,10 @@ func (t *table) backfillRetrying(ctx workflow.Context) error {
 		}
 		t.lastError = fmt.Sprintf("backfilling (snapshot session lost, attempt %d; starting again): %v", failures, err)
 		t.showDetails(ctx)
-		wait := backoff(failures)
+		wait := time.Second // as soon as the retry policy restarted a failed run; then backoff
+		if failures > 1 {
+			wait = backoff(failures - 1)
+		}
 		workflow.GetLogger(ctx).Warn("snapshot session lost; backfilling again", "table", t.in.Table().String(),
 			"failures", failures, "retry_in", wait, "error", err)
 		if err := workflow.Sleep(ctx, wait); err != nil {
