@@ -185,21 +185,6 @@ func (m *Metrics) Staged(pipeline string, holds map[string]TableHold) {
 	m.stagedBytes.WithLabelValues(pipeline).Set(float64(bytes))
 }
 
-// ReaderStopped drops the pipeline's staged-backlog series (queue, lag, staging bytes) when this
-// worker's reader run ends: the next run may be on another worker, and a value left behind here
-// would stay frozen, so a max() across workers would show (and alert on) a backlog long gone.
-// The run that takes over sets them again at its first listing.
-func (m *Metrics) ReaderStopped(pipeline string) {
-	if m == nil {
-		return
-	}
-	only := prometheus.Labels{"pipeline": pipeline}
-	m.stagedBatches.DeletePartialMatch(only)
-	m.lagBytes.DeletePartialMatch(only)
-	m.lagSeconds.DeletePartialMatch(only)
-	m.stagedBytes.DeletePartialMatch(only)
-}
-
 // Read records replication messages received and bytes staged by the reader.
 func (m *Metrics) Read(pipeline string, messages, bytes int64) {
 	if m == nil {

@@ -46,22 +46,6 @@ func TestLabelsAndResets(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
 		}
 	}
-	m.Staged("q", map[string]TableHold{"public.a": {Batches: 2, Bytes: 5}})
-	m.ReaderStopped("p") // the reader moved to another worker: p's backlog series go, q's stay
-	for _, c := range []struct {
-		name string
-		vec  prometheus.Collector
-		want int
-	}{
-		{"queue series", m.stagedBatches, 1}, // q has no configured table: its one series is _other
-		{"lag series", m.lagBytes, 0},        // q has no configured table, so Staged set no lag series for it
-		{"age series", m.lagSeconds, 0},
-		{"staging bytes series", m.stagedBytes, 1},
-	} {
-		if got := testutil.CollectAndCount(c.vec); got != c.want {
-			t.Errorf("after ReaderStopped(p): %d %s, want %d", got, c.name, c.want)
-		}
-	}
 	var nilM *Metrics
 	nilM.Commit("p", "public.a", 1, nil, 0, 1) // a nil *Metrics records nothing, without panicking
 }
