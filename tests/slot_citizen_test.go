@@ -324,8 +324,11 @@ func TestIdleTablesHoldNoWAL(t *testing.T) {
 		written>>20, round, took.Round(time.Second), float64(written)/float64(1<<20)/took.Seconds(), maxRetained>>20, maxUnconfirmed>>20)
 	// During the writes the slot trails by what is written between two running-transactions
 	// records (15 s) and a status update (5 s), never by everything written.
-	if trail := int64(float64(written) * idleTrailShare); maxRetained > trail {
-		t.Errorf("during the writes the slot retained up to %d MB of the %d MB written elsewhere, more than %.0f%% of it (%d MB)",
+	// Fast writes can end within one running-transactions interval, so the bound is also a time:
+	// the larger of the share and 40 s of writes. (A held slot is caught after the writes.)
+	trail := max(int64(float64(written)*idleTrailShare), int64(float64(written)/took.Seconds()*40))
+	if maxRetained > trail {
+		t.Errorf("during the writes the slot retained up to %d MB of the %d MB written elsewhere, more than %.0f%% of it or 40 s of writes (%d MB)",
 			maxRetained>>20, written>>20, idleTrailShare*100, trail>>20)
 	}
 
