@@ -197,7 +197,8 @@ func (h *harness) fileCounts() (data, eqDeletes int) {
 	return len(d), eqDeletes
 }
 
-func diffRows(want, got map[int64]row) string {
+// diffRows compares two images of a table by key: keys missing, different or not expected.
+func diffRows[V comparable](want, got map[int64]V) string {
 	var out string
 	for k, w := range want {
 		if g, ok := got[k]; !ok {

@@ -190,27 +190,10 @@ func (e *eventsTable) chdbRows(ch testenv.ChDB) map[int64]event {
 func (e *eventsTable) check(ch testenv.ChDB, when string) {
 	e.t.Helper()
 	for reader, got := range map[string]map[int64]event{"iceberg-go": e.icebergGoRows(), "chdb " + testenv.ChDBVersion: e.chdbRows(ch)} {
-		if d := diffEvents(e.model, got); d != "" {
+		if d := diffRows(e.model, got); d != "" {
 			e.t.Errorf("%s, read by %s: sink differs from source:\n%s", when, reader, d)
 		}
 	}
-}
-
-func diffEvents(want, got map[int64]event) string {
-	var out string
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			out += fmt.Sprintf("key %d missing (want %+v)\n", k, w)
-		} else if g != w {
-			out += fmt.Sprintf("key %d = %+v, want %+v\n", k, g, w)
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			out += fmt.Sprintf("key %d = %+v should not be visible\n", k, g)
-		}
-	}
-	return out
 }
 
 // day returns a timestamp on day d of November 2026 (UTC) at minute m, in microseconds.
