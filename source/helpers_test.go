@@ -70,6 +70,25 @@ func (db *testDB) slotConfirmed(t *testing.T, slot string) uint64 {
 	return s.Confirmed
 }
 
+// dropSlot drops a replication slot once no walsender holds it: a reader that just stopped
+// leaves its walsender running until the server notices the closed connection.
+func (db *testDB) dropSlot(t *testing.T, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, err := readSlot(context.Background(), db.conn, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replication slot %s still active 30 s after its reader stopped", name)
+		}
+	}
+	db.exec(t, "SELECT pg_drop_replication_slot($1)", name)
+}
+
 // config returns a pipeline config for the tables (schema public unless qualified).
 func (db *testDB) config(t *testing.T, tables ...string) Config {
 	t.Helper()

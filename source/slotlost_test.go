@@ -70,7 +70,7 @@ func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
 		t.Fatalf("TableSince = %X, %v; want %X", got, err, first.SlotSince)
 	}
 
-	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
+	db.dropSlot(t, cfg.Slot)
 	_, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler))
 	if lost, ok := errors.AsType[*SlotLostError](err); !ok || !strings.Contains(lost.What, "was dropped") {
 		t.Fatalf("setup after the drop: %v, want SlotLost (dropped)", err)
@@ -101,7 +101,7 @@ func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
 	if adopted := setup(t, cfg); adopted.SlotCreated || adopted.SlotSince != 0 {
 		t.Fatalf("adopting setup: created %v, SlotSince %X, want 0", adopted.SlotCreated, adopted.SlotSince)
 	}
-	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
+	db.dropSlot(t, cfg.Slot)
 	if _, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler)); !errors.As(err, new(*SlotLostError)) {
 		t.Fatalf("setup after dropping an adopted slot: %v, want SlotLost", err)
 	}

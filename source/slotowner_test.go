@@ -70,12 +70,12 @@ func TestSetupRefusesAnotherPipelinesSlot(t *testing.T) {
 	t.Run("another publication", func(t *testing.T) { refused(t, other) })
 	t.Run("same publication", func(t *testing.T) { refused(t, samePub) })
 	setup(t, owner) // the owner is not refused
-	db.exec(t, "SELECT pg_drop_replication_slot($1)", owner.Slot)
+	db.dropSlot(t, owner.Slot)
 	t.Run("owner's slot dropped", func(t *testing.T) { refused(t, other) })
 
 	plugin := db.config(t, "b")
 	db.exec(t, "SELECT pg_create_logical_replication_slot($1, 'test_decoding')", plugin.Slot)
-	t.Cleanup(func() { db.exec(t, "SELECT pg_drop_replication_slot($1)", plugin.Slot) })
+	t.Cleanup(func() { db.dropSlot(t, plugin.Slot) })
 	_, err := Setup(ctx, plugin, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), `uses output plugin "test_decoding"`) {
 		t.Fatalf("setup on a test_decoding slot: %v, want a refusal", err)
@@ -150,7 +150,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 	}
 
 	// Dropped and created again by hand, after more writes: refused.
-	db.exec(t, "SELECT pg_drop_replication_slot($1)", cfg.Slot)
+	db.dropSlot(t, cfg.Slot)
 	db.exec(t, "INSERT INTO r SELECT generate_series(101, 200)")
 	db.exec(t, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot)
 	recorded, _ = log.get()

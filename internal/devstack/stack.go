@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -432,14 +433,26 @@ func alive(pid int) bool {
 	return true
 }
 
-// freePort asks the kernel for a free loopback TCP port.
+// Service ports are drawn from below Linux's default ephemeral range (32768-60999), which the
+// kernel hands out for port 0 and outgoing connections: a halted service's port stays free for
+// its restart instead of being taken by a worker's metrics listener on 127.0.0.1:0 meanwhile.
+const (
+	servicePortLow  = 20000
+	servicePortHigh = 32767
+)
+
+// freePort finds a free loopback TCP port for a service, outside the ephemeral range.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+	for range 200 {
+		port := servicePortLow + rand.IntN(servicePortHigh-servicePortLow+1)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("finding a free port in %d-%d: 200 tries found none", servicePortLow, servicePortHigh)
 }
 
 // tail returns the last n lines of a file, for error messages.
