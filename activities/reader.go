@@ -98,6 +98,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 	}
 	beat := startBeat(ctx, last, beatInterval, sendHeartbeat[ReadStreamResult])
 	defer beat.stop()
+	defer a.Metrics.ReaderStopped(in.Pipeline)
 	// SetupSource passes the tables without their columns (one result for every table would
 	// outgrow a payload): read them here, on the reader's worker.
 	in.Tables = slices.Clone(in.Tables)

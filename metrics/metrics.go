@@ -185,6 +185,19 @@ func (m *Metrics) Staged(pipeline string, holds map[string]TableHold) {
 	m.stagedBytes.WithLabelValues(pipeline).Set(float64(bytes))
 }
 
+// ReaderStopped zeroes the pipeline's staged-backlog gauges (queue, lag, staging bytes) when this
+// worker's reader run ends: the next run may be on another worker, and a value left behind here
+// would stay frozen, so a max() across workers would show (and alert on) a backlog long gone.
+// The series stay, at zero, so every panel and rule finds them; while no reader runs anywhere,
+// SluiceReaderDown speaks and the slot's retained WAL (reported by every worker) keeps growing.
+func (m *Metrics) ReaderStopped(pipeline string) {
+	if m == nil {
+		return
+	}
+	m.Staged(pipeline, nil)
+	m.stagedBatches.DeleteLabelValues(pipeline, OtherTable)
+}
+
 // Read records replication messages received and bytes staged by the reader.
 func (m *Metrics) Read(pipeline string, messages, bytes int64) {
 	if m == nil {

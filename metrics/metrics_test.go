@@ -46,6 +46,27 @@ func TestLabelsAndResets(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
 		}
 	}
+	// The reader ends on this worker (it may move to another): p's backlog gauges go to zero
+	// rather than staying frozen for max() across workers; q's stay.
+	m.Staged("p", map[string]TableHold{"public.b": {Batches: 3, Bytes: 9, LagBytes: 40, Age: time.Minute}, "public.zzz": {Batches: 2}})
+	m.Staged("q", map[string]TableHold{"public.a": {Batches: 2, Bytes: 5}})
+	m.ReaderStopped("p")
+	for _, tt := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"b's queue after the reader stopped", testutil.ToFloat64(m.stagedBatches.WithLabelValues("p", "public.b")), 0},
+		{"b's lag after the reader stopped", testutil.ToFloat64(m.lagBytes.WithLabelValues("p", "public.b")), 0},
+		{"b's age after the reader stopped", testutil.ToFloat64(m.lagSeconds.WithLabelValues("p", "public.b")), 0},
+		{"p's staging bytes after the reader stopped", testutil.ToFloat64(m.stagedBytes.WithLabelValues("p")), 0},
+		{"q's staging bytes stay", testutil.ToFloat64(m.stagedBytes.WithLabelValues("q")), 5},
+		{"queue series left: p's two tables and q's _other", float64(testutil.CollectAndCount(m.stagedBatches)), 3},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
 	var nilM *Metrics
+	nilM.ReaderStopped("p")
 	nilM.Commit("p", "public.a", 1, nil, 0, 1) // a nil *Metrics records nothing, without panicking
 }
