@@ -1,16 +1,12 @@
 package activities
 
 import (
-	"context"
 	"fmt"
 	"testing"
-
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/source"
-	"github.com/sluicecdc/sluice/staging"
 )
 
 // TestPositionGap: a table whose committed position is older than the slot it continues from
@@ -34,22 +30,12 @@ func TestPositionGap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			st, err := staging.OpenDir(context.Background(), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink := &ensureCounting{fakeSink: &fakeSink{}}
-			if tt.stored != nil {
-				sink.pos, sink.hasPos = *tt.stored, true
-			}
+			env, _ := storedPositionEnv(t, tt.stored)
 			in := testTable
 			in.Source = &testSource
 			in.SlotSince = tt.since
-			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st})
 			wantIn := []string{"shop.orders", testSource.Slot, fmt.Sprint(source.LSN(tt.since)), "sluice resync --config <file> --table shop.orders"}
-			_, err = env.ExecuteActivity("EnsureTable", in)
+			_, err := env.ExecuteActivity("EnsureTable", in)
 			checkErr(t, err, tt.wantType, wantIn)
 			_, err = env.ExecuteActivity("LoadTable", in)
 			checkErr(t, err, tt.wantType, wantIn)

@@ -23,6 +23,24 @@ func (s *ensureCounting) EnsureTable(context.Context, sinks.TableSpec) error {
 	return nil
 }
 
+// storedPositionEnv is an activity environment whose Commit activities write to one fake sink
+// that holds stored as its position (none when nil) and counts EnsureTable calls.
+func storedPositionEnv(t *testing.T, stored *batch.SourcePosition) (*testsuite.TestActivityEnvironment, *ensureCounting) {
+	t.Helper()
+	st, err := staging.OpenDir(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &ensureCounting{fakeSink: &fakeSink{}}
+	if stored != nil {
+		sink.pos, sink.hasPos = *stored, true
+	}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st})
+	return env, sink
+}
+
 // TestStoredPositionOfAnotherSource: a table that knows its pipeline's source refuses a target
 // holding another source's position in EnsureTable (before touching the target) and LoadTable,
 // with a SourceMismatch error that names table, target and what to do.
@@ -50,22 +68,12 @@ func TestStoredPositionOfAnotherSource(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			st, err := staging.OpenDir(context.Background(), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink := &ensureCounting{fakeSink: &fakeSink{}}
-			if tt.stored != nil {
-				sink.pos, sink.hasPos = *tt.stored, true
-			}
+			env, sink := storedPositionEnv(t, tt.stored)
 			in := testTable
 			in.Source = tt.source
-			var suite testsuite.WorkflowTestSuite
-			env := suite.NewTestActivityEnvironment()
-			env.RegisterActivity(&Commit{Authority: testAuthority, Sinks: oneSink{sink}, Staging: st})
 			wantIn := []string{"shop.orders", "raw.orders", "another source", "sluice resume --table shop.orders"}
 
-			_, err = env.ExecuteActivity("EnsureTable", in)
+			_, err := env.ExecuteActivity("EnsureTable", in)
 			checkErr(t, err, tt.wantType, wantIn)
 			if ensured := sink.ensured.Load() == 1; ensured != (tt.wantType == "") {
 				t.Errorf("the sink's EnsureTable ran: %v, want %v", ensured, tt.wantType == "")
