@@ -11,7 +11,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/netfault"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	chsink "github.com/sluicecdc/sluice/sinks/clickhouse"
@@ -50,7 +49,7 @@ func TestClickHouseOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
-	runLivePipeline(t, p, func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+".items") })
+	runLivePipeline(t, p, clickhouseColumns(conn, db+".items", e2eColumns))
 	if n := px.Stats().Accepted; n == 0 {
 		t.Fatal("the sink never connected through the TLS proxy")
 	}

@@ -21,6 +21,8 @@ var itemsTable = batch.TableName{Schema: "public", Name: "items"}
 
 var itemColumns = []string{"name", "qty", "price", "tags", "updated"}
 
+// itemsDDL is the table most end-to-end tests replicate. Every sink is compared on every column;
+// ClickHouse through the losses docs/types.md documents (clickhouseStored).
 const itemsDDL = `CREATE TABLE public.items (
 	id      bigint PRIMARY KEY,
 	name    text NOT NULL,

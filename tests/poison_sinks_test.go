@@ -16,7 +16,6 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
@@ -170,9 +169,7 @@ func clickhousePoison() poisonCase {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
-			read := func(name string) sinkReader {
-				return func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+"."+name) }
-			}
+			read := func(name string) sinkReader { return clickhouseColumns(conn, db+"."+name, twoTableColumns) }
 			return p, read("a"), read("b"), "a"
 		},
 		breakSink: func(t *testing.T, ctx context.Context) {
@@ -206,7 +203,7 @@ func couchbasePoison() poisonCase {
 				twoTablesDDL(poisonSeed)...)
 			bucket = couchbaseBucket(t, cb)
 			universe := keys([2]int{1, poisonSeed}, [2]int{10000, 10002}, [2]int{20001, 20300}, [2]int{30000, 30000})
-			return p, readCouchbase(bucket, scope, "a", universe), readCouchbase(bucket, scope, "b", universe), scope + ".a"
+			return p, readCouchbase(bucket, scope, "a", universe, twoTableColumns), readCouchbase(bucket, scope, "b", universe, twoTableColumns), scope + ".a"
 		},
 		poisonSQL: func(i int) string {
 			if i > 0 {

@@ -2,20 +2,16 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
@@ -119,50 +115,6 @@ func couchbaseDestinationOn(t *testing.T, cb testenv.CouchbaseInfo) destination 
 		read: func(_ *icebergPipeline, target string, columns, universe []string) sinkReader {
 			return couchbaseColumns(bucket.Scope(scope).Collection(strings.TrimPrefix(target, scope+".")), universe, columns)
 		},
-	}
-}
-
-// readCouchbaseBulk reads the documents of every key in universe from col as (name, qty), a
-// thousand keys per bulk request (a key-by-key read of tens of thousands of keys is too slow to
-// poll).
-func readCouchbaseBulk(col *gocb.Collection, universe []string) sinkReader {
-	return func(ctx context.Context) (localrun.Table, error) {
-		out := localrun.Table{Columns: twoTableColumns, Rows: map[string][]string{}}
-		for lo := 0; lo < len(universe); lo += 1000 {
-			ops := make([]gocb.BulkOp, 0, 1000)
-			gets := make([]*gocb.GetOp, 0, 1000)
-			for _, k := range universe[lo:min(lo+1000, len(universe))] {
-				g := &gocb.GetOp{ID: k}
-				ops, gets = append(ops, g), append(gets, g)
-			}
-			if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx}); err != nil {
-				return out, fmt.Errorf("bulk get: %w", err)
-			}
-			for _, g := range gets {
-				if errors.Is(g.Err, gocb.ErrDocumentNotFound) {
-					continue
-				}
-				if g.Err != nil {
-					return out, fmt.Errorf("get %s: %w", g.ID, g.Err)
-				}
-				var doc struct {
-					Name *string  `json:"name"`
-					Qty  *float64 `json:"qty"`
-				}
-				if err := g.Result.Content(&doc); err != nil {
-					return out, fmt.Errorf("document %s: %w", g.ID, err)
-				}
-				name, qty := "NULL", "NULL"
-				if doc.Name != nil {
-					name = *doc.Name
-				}
-				if doc.Qty != nil {
-					qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
-				}
-				out.Rows[g.ID] = []string{name, qty}
-			}
-		}
-		return out, nil
 	}
 }
 

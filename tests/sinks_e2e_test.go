@@ -2,22 +2,21 @@ package tests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 )
 
-// e2eColumns are compared in every sink: text and a nullable integer.
-var e2eColumns = []string{"name", "qty"}
+// e2eColumns are the columns of public.items compared in every sink: all of them but the key
+// (text, a nullable integer, numeric, a text array and timestamptz).
+var e2eColumns = itemColumns
 
 // sinkReader reads a target back as a user of the sink would see it.
 type sinkReader func(ctx context.Context) (localrun.Table, error)
@@ -35,32 +34,7 @@ func clickhousePipeline(t *testing.T, setupSQL ...string) (*icebergPipeline, sin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db); _ = conn.Close() })
-	return p, func(ctx context.Context) (localrun.Table, error) { return readClickHouse(ctx, conn, db+".items") }
-}
-
-func readClickHouse(ctx context.Context, conn driver.Conn, table string) (localrun.Table, error) {
-	out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
-	rows, err := conn.Query(ctx, "SELECT toString(id), name, ifNull(toString(qty), 'NULL') FROM "+table+" FINAL WHERE _is_deleted = 0")
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, qty string
-		var name *string
-		if err := rows.Scan(&id, &name, &qty); err != nil {
-			return out, err
-		}
-		if _, dup := out.Rows[id]; dup {
-			return out, fmt.Errorf("id %s visible twice", id)
-		}
-		n := "NULL"
-		if name != nil {
-			n = *name
-		}
-		out.Rows[id] = []string{n, qty}
-	}
-	return out, rows.Err()
+	return p, clickhouseColumns(conn, db+".items", e2eColumns)
 }
 
 // couchbasePipeline is a pipeline into a scope of its own on gocaves, and its reader, which
@@ -72,7 +46,7 @@ func couchbasePipeline(t *testing.T, universe []string, setupSQL ...string) (*ic
 	scope := testenv.RandomName("e2e")
 	p := newPipeline(t, "", couchbaseYAML(cb), []string{"public.items:" + scope + ".items"}, setupSQL...)
 	bucket := couchbaseBucket(t, cb)
-	return p, readCouchbase(bucket, scope, "items", universe)
+	return p, readCouchbase(bucket, scope, "items", universe, e2eColumns)
 }
 
 // couchbaseYAML is the sink section of a pipeline into cb's bucket.
@@ -97,37 +71,10 @@ func couchbaseBucket(t *testing.T, cb testenv.CouchbaseInfo) *gocb.Bucket {
 	return bucket
 }
 
-// readCouchbase reads the documents of every key in universe from scope.collection as (name, qty).
-func readCouchbase(bucket *gocb.Bucket, scope, collection string, universe []string) sinkReader {
-	return func(ctx context.Context) (localrun.Table, error) {
-		col := bucket.Scope(scope).Collection(collection)
-		out := localrun.Table{Columns: e2eColumns, Rows: map[string][]string{}}
-		for _, k := range universe {
-			res, err := col.Get(k, &gocb.GetOptions{Context: ctx})
-			if errors.Is(err, gocb.ErrDocumentNotFound) {
-				continue
-			}
-			if err != nil {
-				return out, fmt.Errorf("get %s: %w", k, err)
-			}
-			var doc struct {
-				Name *string  `json:"name"`
-				Qty  *float64 `json:"qty"`
-			}
-			if err := res.Content(&doc); err != nil {
-				return out, err
-			}
-			name, qty := "NULL", "NULL"
-			if doc.Name != nil {
-				name = *doc.Name
-			}
-			if doc.Qty != nil {
-				qty = strconv.FormatFloat(*doc.Qty, 'f', -1, 64)
-			}
-			out.Rows[k] = []string{name, qty}
-		}
-		return out, nil
-	}
+// readCouchbase reads columns of the documents of every key in universe from scope.collection
+// in the canonical text of ScanPostgres.
+func readCouchbase(bucket *gocb.Bucket, scope, collection string, universe, columns []string) sinkReader {
+	return couchbaseColumns(bucket.Scope(scope).Collection(collection), universe, columns)
 }
 
 // keys lists the ids of the inclusive ranges, as text.

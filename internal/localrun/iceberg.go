@@ -20,6 +20,10 @@ import (
 type Table struct {
 	Columns []string
 	Rows    map[string][]string
+	// Stored, set on a sink's table when the sink documents a lossy mapping (docs/types.md),
+	// returns what the sink stores for the source text of column i; Diff compares the source
+	// through it. Nil: the sink stores every value exactly.
+	Stored func(column int, text string) string
 }
 
 // ScanIceberg reads the Iceberg target of cfg's sink with deletes applied: the table as a

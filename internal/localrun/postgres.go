@@ -80,9 +80,14 @@ func canonicalExprs(ctx context.Context, conn *pgx.Conn, table string, columns [
 }
 
 // Diff lists the first differences between want (the source) and got (the sink), key by key:
-// missing, extra and stale rows. Empty means equal.
+// missing, extra and stale rows. Empty means equal. A source value is compared as got.Stored
+// maps it (the sink's documented lossy mapping), when got has one.
 func Diff(want, got Table, max int) []string {
 	var out []string
+	stored := func(_ int, text string) string { return text }
+	if got.Stored != nil {
+		stored = got.Stored
+	}
 	add := func(s string) bool {
 		out = append(out, s)
 		return len(out) < max
@@ -96,7 +101,7 @@ func Diff(want, got Table, max int) []string {
 			continue
 		}
 		for i := range w {
-			if w[i] != g[i] {
+			if stored(i, w[i]) != g[i] {
 				if !add(fmt.Sprintf("key %s stale: %s is %q in sink, %q in source", k, want.Columns[i], g[i], w[i])) {
 					return out
 				}

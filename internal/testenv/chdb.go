@@ -126,3 +126,133 @@ func (c ChDB) IcebergLocal(ctx context.Context, table, columns string) ([]map[st
 	// icebergLocal takes a path relative to the working directory.
 	return c.Query(ctx, filepath.Dir(table), fmt.Sprintf("SELECT %s FROM icebergLocal('%s')", columns, filepath.Base(table)))
 }
+
+// chdbSessionScript runs one chdb Session on the directory in argv[1]: it reads one JSON object
+// a line from stdin, {"sql": a statement, "format": its output format}, and answers each with
+// one JSON line, {"out": the output} or {"err": the engine's message}.
+const chdbSessionScript = `const { Session } = require('chdb');
+const s = new Session(process.argv[1]);
+const rl = require('readline').createInterface({ input: process.stdin });
+rl.on('line', (line) => {
+  const q = JSON.parse(line);
+  let r;
+  try { r = { out: s.query(q.sql, q.format) } } catch (e) { r = { err: String(e && e.message || e) } }
+  process.stdout.write(JSON.stringify(r) + '\n');
+});
+rl.on('close', () => { s.cleanup && s.cleanup(); });`
+
+// ChDBSession is one chdb Session kept open in a node process: databases, tables and their rows
+// persist across its statements, as on a server. Statements run one at a time; it is not safe
+// for concurrent use.
+type ChDBSession struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *json.Decoder
+	dir string
+}
+
+// Session starts a chdb Session whose data lives in a fresh directory under t.TempDir(); the
+// test's cleanup ends it.
+func (c ChDB) Session(t testing.TB) *ChDBSession {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("node", "-e", chdbSessionScript, filepath.Join(dir, "data"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NODE_PATH="+c.nodePath)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatalf("testenv: chdb session: %v", err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("testenv: chdb session: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testenv: starting a chdb session in node: %v", err)
+	}
+	s := &ChDBSession{cmd: cmd, in: in, out: json.NewDecoder(out), dir: dir}
+	t.Cleanup(func() {
+		_ = in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("testenv: chdb session ended with %v", err)
+		}
+	})
+	return s
+}
+
+// Dir is a directory of the session's own, for files the statements read (file(...) paths
+// are relative to it).
+func (s *ChDBSession) Dir() string { return s.dir }
+
+// ChDBError is the message of a statement chdb refused.
+type ChDBError struct {
+	SQL, Message string
+}
+
+func (e *ChDBError) Error() string { return fmt.Sprintf("chdb: %s: %s", e.SQL, e.Message) }
+
+// Exec runs one statement and returns its rows as maps (JSONEachRow, numbers as json.Number).
+// A statement the engine refuses returns a *ChDBError.
+func (s *ChDBSession) Exec(sql string) ([]map[string]any, error) {
+	var rows []map[string]any
+	err := s.run(sql, "JSONEachRow", func(dec *json.Decoder) error {
+		var row map[string]any
+		err := dec.Decode(&row)
+		if err == nil {
+			rows = append(rows, row)
+		}
+		return err
+	})
+	return rows, err
+}
+
+// Rows runs one statement and returns its rows as lists of values in the order of its SELECT
+// (JSONCompactEachRow, numbers as json.Number, 64-bit integers as strings).
+func (s *ChDBSession) Rows(sql string) ([][]any, error) {
+	var rows [][]any
+	err := s.run(sql, "JSONCompactEachRow", func(dec *json.Decoder) error {
+		var row []any
+		err := dec.Decode(&row)
+		if err == nil {
+			rows = append(rows, row)
+		}
+		return err
+	})
+	return rows, err
+}
+
+// run sends sql and hands a decoder of its output to row until the output ends.
+func (s *ChDBSession) run(sql, format string, row func(*json.Decoder) error) error {
+	line, err := json.Marshal(map[string]string{"sql": sql, "format": format})
+	if err != nil {
+		return err
+	}
+	if _, err := s.in.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("chdb session: sending %s: %w", sql, err)
+	}
+	var r struct {
+		Out *string `json:"out"`
+		Err *string `json:"err"`
+	}
+	if err := s.out.Decode(&r); err != nil {
+		return fmt.Errorf("chdb session: reading the answer to %s: %w", sql, err)
+	}
+	if r.Err != nil {
+		return &ChDBError{SQL: sql, Message: *r.Err}
+	}
+	if r.Out == nil {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(*r.Out))
+	dec.UseNumber()
+	for {
+		err := row(dec)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("chdb: decoding the result of %s: %w", sql, err)
+		}
+	}
+}

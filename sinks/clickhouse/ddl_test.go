@@ -45,7 +45,8 @@ func typesSpec(target string) sinks.TableSpec {
 }
 
 // TestCreateTableSQL pins the DDL of both layouts. The modern one cannot run on the test server
-// (18.16), so its text is the test; the compatible one also runs in the integration tests.
+// (18.16); it runs on ClickHouse 26.7 in TestModernLayoutOnChdb. The compatible one also runs in
+// the integration tests.
 func TestCreateTableSQL(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -21,8 +21,9 @@ import (
 // and a partly covered one loses its rows at or below the checkpoint (batch.DropCovered), so a
 // replay cannot move the target back; a checkpoint of another source is poison.
 //
-// In the snapshot phase the keys of upserted documents are first written to the target's key
-// index, so DiscardSnapshot can find them. The first stream-phase batch retires the index.
+// The keys of documents it creates are first written to the target's key index, so
+// DiscardSnapshot can find every document (in the stream phase too, so a streamed target can be
+// resynced).
 func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	t, err := s.parseTarget(b.Spec)
 	if err != nil {
@@ -68,31 +69,29 @@ func (s *Sink) begin(ctx context.Context, t target) (stored, error) {
 	return s.readCheckpoint(ctx, t)
 }
 
-// commit writes the key index (snapshot phase), the documents, and then the checkpoint.
+// commit writes the documents, indexing the keys they create first (see writeDocs), and then
+// the checkpoint.
 func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, ops []docOp) error {
 	next := cp.checkpoint
-	if b.Phase == batch.PhaseSnapshot && !cp.Streaming {
-		var keys []string
-		for _, op := range ops {
-			if op.body != nil {
-				keys = append(keys, op.key)
-			}
-		}
-		n, err := s.writeIndex(ctx, t, cp.IndexChunks, keys)
-		if err != nil {
+	if next.Index == "" && cp.indexComplete() {
+		next.Index = newIndexID()
+	}
+	var index func(context.Context, []string) error
+	if next.Index != "" {
+		index = func(ctx context.Context, keys []string) error {
+			n, err := s.writeIndex(ctx, t, cp.IndexChunks, keys)
+			next.IndexChunks = max(next.IndexChunks, n)
 			return err
 		}
-		next.IndexChunks += n
 	}
 	if s.afterGuard != nil {
 		s.afterGuard(ctx)
 	}
-	if err := s.writeDocs(ctx, t, ops, batchSource(b)); err != nil {
+	if err := s.writeDocs(ctx, t, ops, batchSource(b), next.Index, index); err != nil {
 		return err
 	}
-	retire := b.Phase == batch.PhaseStream && !cp.Streaming
-	if retire {
-		next.Streaming, next.IndexChunks = true, 0
+	if b.Phase == batch.PhaseStream {
+		next.Streaming = true
 	}
 	if !b.Hi.Position.IsZero() {
 		hi := b.Hi
@@ -106,9 +105,6 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 	}
 	s.log.DebugContext(ctx, "committed batch", "table", t.table, "target", t.String(), "position", b.Hi.String(),
 		"documents", len(ops), "phase", string(b.Phase))
-	if retire {
-		s.retireIndex(ctx, t)
-	}
 	return nil
 }
 
@@ -150,17 +146,4 @@ func (s *Sink) guard(ctx context.Context, t target, cp stored, b sinks.Batch) (r
 	}
 	b.Record.Retain()
 	return b.Record, false, nil
-}
-
-// retireIndex removes the key index once streaming has begun. The index is no longer read, so a
-// failure only leaves garbage in the metadata collection: it is logged, not returned.
-func (s *Sink) retireIndex(ctx context.Context, t target) {
-	n, err := s.countIndex(ctx, t)
-	if err == nil && n > 0 {
-		err = s.removeIndex(ctx, t, n)
-	}
-	if err != nil {
-		s.log.WarnContext(ctx, "could not remove the retired key index; its documents stay in the metadata collection",
-			"table", t.table, "target", t.String(), "error", err)
-	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/couchbase/gocb/v2"
@@ -28,11 +30,17 @@ type checkpoint struct {
 	PositionText string `json:"position_text,omitempty"`
 	Phase        string `json:"phase,omitempty"` // phase of the batch that committed Position
 	// IndexChunks is the number of key-index chunks of committed batches (keys::<collection>::0..).
-	// Chunks past it may exist, written by a batch that did not commit; they are read too.
+	// Chunks past it may exist, written by a batch that did not commit; they are read too, and
+	// kept: new chunks are added after them.
 	IndexChunks int `json:"index_chunks"`
-	// Streaming is set by the first committed stream-phase batch: the snapshot is complete, the
-	// key index is retired, and DiscardSnapshot no longer applies.
+	// Streaming is set by the first committed stream-phase batch: the snapshot is complete.
 	Streaming bool `json:"streaming"`
+	// Index names the target's key index when it holds the key of every document of the target,
+	// in the stream phase too: a random id, set by the first batch this version writes into a
+	// fresh target (or one still in its snapshot phase), and recorded in the fence of each
+	// document whose key it lists. A target that began streaming under an earlier version, which
+	// retired the index then, has none and cannot be discarded (indexComplete).
+	Index string `json:"index,omitempty"`
 	// Discarding is set while DiscardSnapshot removes the target's documents.
 	Discarding bool      `json:"discarding,omitempty"`
 	UpdatedAt  time.Time `json:"updated_at"`
@@ -44,6 +52,14 @@ type stored struct {
 	cas    gocb.Cas
 	exists bool
 }
+
+// indexComplete reports whether the key index lists every document of the target: always
+// before streaming began (every version indexed the snapshot phase), and after it when the
+// target was indexed from its first batch.
+func (c checkpoint) indexComplete() bool { return c.Index != "" || !c.Streaming }
+
+// newIndexID returns a fresh key-index id.
+func newIndexID() string { return "i" + strconv.FormatUint(rand.Uint64(), 16) }
 
 // committed returns the committed position; ok is false when there is none.
 func (c checkpoint) committed() (batch.SourcePosition, bool) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -215,15 +215,7 @@ func killDuringApply(t *testing.T, h *harness, p crashParams, crash sinks.Batch)
 // checks that it died that way.
 func waitForSelfKill(t *testing.T, p crashParams) {
 	t.Helper()
-	raw, _ := json.Marshal(p)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledMidBatch$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+string(raw))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("the helper was to kill itself before its checkpoint; it ended with %v, output:\n%s", err, out)
-	}
+	testenv.RunKilledHelper(t, "^TestKilledMidBatch$", crashEnv, p)
 }
 
 // crashHelper is the process that gets killed: it applies the crash batch and says when it starts.
@@ -234,7 +226,7 @@ func crashHelper(t *testing.T, raw string) {
 	}
 	s := openSink(t, p.Config)
 	if p.BeforeCheckpoint {
-		s.beforeCheckpoint = func(context.Context) { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+		s.beforeCheckpoint = func(context.Context) { testenv.KillSelf() }
 	}
 	_, crash, _, _ := crashBatches(t, p)
 	fmt.Println("applying")

@@ -6,12 +6,13 @@ import (
 	"github.com/sluicecdc/sluice/sinks"
 )
 
-// DiscardSnapshot removes every document a partially applied snapshot wrote, its key index and
-// its checkpoint, leaving the target empty and without a position. It first marks the checkpoint
-// as discarding (Position then reports none), removes the documents listed in the key index
-// (chunks of batches that never committed included), then the index, then the checkpoint; an
-// interrupted discard is finished by the next DiscardSnapshot or Apply. Once a stream-phase batch
-// has committed the index is retired and the call is poison. Idempotent.
+// DiscardSnapshot removes every document of the target (a partially applied snapshot, or a
+// target that has streamed, for a resync), its key index and its checkpoint, leaving the target
+// empty and without a position. It first marks the checkpoint as discarding (Position then
+// reports none), removes the documents listed in the key index (chunks of batches that never
+// committed included), then the index, then the checkpoint; an interrupted discard is finished by
+// the next DiscardSnapshot or Apply. A target that began streaming under a Sluice version that
+// did not index stream-phase keys cannot be emptied: the call is poison. Idempotent.
 func (s *Sink) DiscardSnapshot(ctx context.Context, spec sinks.TableSpec) error {
 	t, err := s.parseTarget(spec)
 	if err != nil {
@@ -21,9 +22,9 @@ func (s *Sink) DiscardSnapshot(ctx context.Context, spec sinks.TableSpec) error 
 	if err != nil {
 		return err
 	}
-	if cp.Streaming && !cp.Discarding {
-		return sinks.Poisonf("table %s: Couchbase target %s has committed stream batches after its snapshot, and "+
-			"only snapshot-phase documents are indexed; Sluice cannot empty it: drop collection %s of bucket %s "+
+	if !cp.indexComplete() && !cp.Discarding {
+		return sinks.Poisonf("table %s: Couchbase target %s began streaming under a Sluice version that did not "+
+			"index the keys of stream-phase documents; Sluice cannot empty it: drop collection %s of bucket %s "+
 			"(or remove its documents) and the checkpoint %s from %s.%s, then resume the table",
 			t.table, t, t, s.cfg.Bucket, t.checkpointKey(), t.scope, t.meta)
 	}

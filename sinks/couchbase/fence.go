@@ -38,6 +38,11 @@ type fence struct {
 	// ReviveDocument removes the tag it read in the same mutation, which fails if any other
 	// write came in between: a compare-and-swap that server cannot do by CAS.
 	W map[string]int `json:"w"`
+	// Ix is the id of the key index (checkpoint.Index) that lists the key: set on every image,
+	// and on the tombstone of a delete of a live document, so a tombstone brought back to life
+	// need not be indexed again while that index lives; absent on the tombstone of a key that had
+	// no document. A discard removes the index, and the next one has another id.
+	Ix string `json:"ix,omitempty"`
 }
 
 // newFence returns the fence of a write of the row at pos (empty: no position) of src, with a
@@ -153,21 +158,34 @@ func (s *Sink) fenceRead(ctx context.Context, col *gocb.Collection, key string) 
 	return st, nil
 }
 
-// fenceWrite writes op at pos by the fence rule: read, decide, write by compare-and-swap, and
-// read again when another writer changed the document in between.
-func (s *Sink) fenceWrite(ctx context.Context, col *gocb.Collection, op docOp, src string) error {
+// creates reports whether step next over st makes a live document of a key that key index ix
+// may not list yet, so the key must be indexed before the write (see the package doc).
+func creates(st docState, next step, ix string) bool {
+	return next == stepInsert || next == stepRevive && (ix == "" || st.fence.Ix != ix)
+}
+
+// fenceWrite writes op at pos by the fence rule from st, the state fenceRead found and decide
+// judged: write by compare-and-swap, and read and decide again when another writer changed the
+// document in between. A decision made again that would create a document the key index does
+// not list (indexed false) is a transient error: the batch's retry indexes it first.
+func (s *Sink) fenceWrite(ctx context.Context, col *gocb.Collection, op docOp, src, ix string, st docState, next step, indexed bool) error {
 	for range maxFenceRounds {
-		st, err := s.fenceRead(ctx, col, op.key)
-		if err != nil {
-			return fmt.Errorf("reading: %w", err)
+		if next == stepSkip {
+			return nil
 		}
-		next, err := decide(st, op.body != nil, op.pos, src)
-		if err != nil || next == stepSkip {
-			return err
-		}
-		err = s.fenceStep(ctx, col, op, src, st, next)
+		err := s.fenceStep(ctx, col, op, src, ix, st, next)
 		if !raced(err) {
 			return err
+		}
+		if st, err = s.fenceRead(ctx, col, op.key); err != nil {
+			return fmt.Errorf("reading: %w", err)
+		}
+		if next, err = decide(st, op.body != nil, op.pos, src); err != nil {
+			return err
+		}
+		if !indexed && creates(st, next, ix) {
+			return fmt.Errorf("another writer changed it while this one wrote it, and it now needs to be in " +
+				"the key index first (two attempts of the table running at once?); retrying indexes it")
 		}
 	}
 	return fmt.Errorf("another writer changed it %d times while this one tried to write it "+
@@ -182,8 +200,15 @@ func raced(err error) bool {
 }
 
 // fenceStep performs one decided write.
-func (s *Sink) fenceStep(ctx context.Context, col *gocb.Collection, op docOp, src string, st docState, next step) error {
+func (s *Sink) fenceStep(ctx context.Context, col *gocb.Collection, op docOp, src, ix string, st docState, next step) error {
 	f := newFence(op.pos.String(), src)
+	switch next {
+	case stepTombstone:
+	case stepMarkDeleted:
+		f.Ix = st.fence.Ix
+	default: // the key was indexed before this write (creates), or is live, so indexed already
+		f.Ix = ix
+	}
 	xattr := &gocb.UpsertSpecOptions{IsXattr: true}
 	opts := &gocb.MutateInOptions{DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx, Cas: st.cas}
 	var specs []gocb.MutateInSpec

@@ -85,10 +85,10 @@ func TestFenceStepLosesRaces(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := strconv.Itoa(1000 + i)
 			if !tc.absent {
-				if err := h.sink.fenceWrite(ctx, col, op(key, 0x80, body("first")), src); err != nil {
+				if err := h.sink.writeDocs(ctx, h.tgt, []docOp{op(key, 0x80, body("first"))}, src, "", nil); err != nil {
 					t.Fatal(err)
 				}
-				if err := h.sink.fenceWrite(ctx, col, op(key, 0x100, tc.before), src); err != nil {
+				if err := h.sink.writeDocs(ctx, h.tgt, []docOp{op(key, 0x100, tc.before)}, src, "", nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -101,13 +101,13 @@ func TestFenceStepLosesRaces(t *testing.T) {
 			if err != nil || next != tc.wantStep {
 				t.Fatalf("decide = %v, %v; want %v", next, err, tc.wantStep)
 			}
-			if err := h.sink.fenceWrite(ctx, col, op(key, 0x300, tc.newer), src); err != nil {
+			if err := h.sink.writeDocs(ctx, h.tgt, []docOp{op(key, 0x300, tc.newer)}, src, "", nil); err != nil {
 				t.Fatalf("the newer write: %v", err)
 			}
-			if err := h.sink.fenceStep(ctx, col, stale, src, st, next); !raced(err) {
+			if err := h.sink.fenceStep(ctx, col, stale, src, "", st, next); !raced(err) {
 				t.Fatalf("the stale %v after a newer write returned %v, want a lost race", next, err)
 			}
-			if err := h.sink.fenceWrite(ctx, col, stale, src); err != nil {
+			if err := h.sink.writeDocs(ctx, h.tgt, []docOp{stale}, src, "", nil); err != nil {
 				t.Fatalf("the stale write, read again: %v", err)
 			}
 			id, _ := strconv.ParseInt(key, 10, 64)

@@ -12,15 +12,18 @@ import (
 // maxChunkBytes bounds the keys of one key-index chunk document (well under the 20 MiB limit).
 const maxChunkBytes = 1 << 20
 
-// indexChunk is one key-index document: keys the snapshot phase wrote into the target.
+// indexChunk is one key-index document: keys of documents batches created in the target.
 type indexChunk struct {
 	Keys []string `json:"keys"`
 }
 
-// writeIndex writes keys as chunks numbered from first, one after the other (so the chunks of a
-// target are always numbered without gaps), and returns how many it wrote.
+// writeIndex adds keys to the target's key index as new chunks, numbered from the first free
+// number at or after first (chunks of attempts that did not commit are kept, so a key they
+// indexed stays indexed), and returns the number after the last chunk it wrote (first when keys
+// is empty). Chunks are inserted, never replaced, so the chunks of a target are always numbered
+// without gaps.
 func (s *Sink) writeIndex(ctx context.Context, t target, first int, keys []string) (int, error) {
-	n := 0
+	n := first
 	for len(keys) > 0 {
 		size, end := 0, 0
 		for end < len(keys) && (end == 0 || size+len(keys[end])+3 <= maxChunkBytes) {
@@ -29,13 +32,17 @@ func (s *Sink) writeIndex(ctx context.Context, t target, first int, keys []strin
 		}
 		body, err := json.Marshal(indexChunk{Keys: keys[:end]})
 		if err != nil {
-			return n, fmt.Errorf("encoding key index chunk %d of %s: %w", first+n, t, err)
+			return n, fmt.Errorf("encoding key index chunk %d of %s: %w", n, t, err)
 		}
-		_, err = s.meta(t).Upsert(t.indexKey(first+n), json.RawMessage(body), &gocb.UpsertOptions{
+		_, err = s.meta(t).Insert(t.indexKey(n), json.RawMessage(body), &gocb.InsertOptions{
 			DurabilityLevel: s.durability, Timeout: s.cfg.Timeout.D(), Context: ctx, Transcoder: gocb.NewRawJSONTranscoder(),
 		})
+		if errors.Is(err, gocb.ErrDocumentExists) {
+			n++ // an attempt that did not commit wrote this one: keep it, take the next
+			continue
+		}
 		if err != nil {
-			return n, s.classify(ctx, t, fmt.Errorf("writing key index chunk %d of %s: %w", first+n, t, err))
+			return n, s.classify(ctx, t, fmt.Errorf("writing key index chunk %d of %s: %w", n, t, err))
 		}
 		keys = keys[end:]
 		n++

@@ -2,6 +2,7 @@ package couchbase
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,9 +36,16 @@ func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
 	if got := jsonOf(doc); got != wantDoc {
 		t.Errorf("document 5 = %s, want %s", got, wantDoc)
 	}
-	// The first stream batch retired the snapshot's key index.
-	if ck, chunks := h.metaDocs(); !ck || chunks != 0 {
-		t.Errorf("checkpoint %v, %d key-index chunks; want a checkpoint and no chunks after streaming began", ck, chunks)
+	// The key index lists every key a batch created, once: the snapshot's, and the stream's new
+	// keys 40 and 6; key 3, deleted and inserted again, was indexed when its tombstone was made
+	// from a live document, and 99, deleted while absent, never had a document.
+	keys, _, err := h.sink.readIndex(t.Context(), h.tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{"1", "2", "3", "4", "40", "5", "6"}; !slices.Equal(keys, want) {
+		t.Errorf("key index %v, want %v", keys, want)
 	}
 }
 
@@ -155,7 +163,7 @@ func TestDiscardSnapshot(t *testing.T) {
 	if _, err := h.sink.writeIndex(ctx, h.tgt, cp.IndexChunks, []string{"4", "5"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sink.writeDocs(ctx, h.tgt, ops, ""); err != nil {
+	if err := h.sink.writeDocs(ctx, h.tgt, ops, "", "", nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -182,10 +190,36 @@ func TestDiscardSnapshot(t *testing.T) {
 		t.Errorf("Position = %v, %v; want %s", p, ok, b.Hi)
 	}
 
-	h.apply(batch.PhaseStream, ins(9, "stream", 9))
+	// A target that has streamed is emptied too (a resync): keys created in the stream phase,
+	// by an insert, by reviving a tombstone and over a deleted snapshot key, are indexed.
+	h.apply(batch.PhaseStream, ins(9, "stream", 9), del(3))
+	h.apply(batch.PhaseStream, ins(3, "again", 3), ins(1, "reborn", 1), upd(9, "s2", 9))
+	universe[9] = true
+	if d := h.diff(map[int64]row{1: {"reborn", 1}, 3: {"again", 3}, 9: {"s2", 9}}, universe); d != "" {
+		t.Fatalf("while streaming:\n%s", d)
+	}
+	if err := h.sink.DiscardSnapshot(ctx, h.spec); err != nil {
+		t.Fatalf("DiscardSnapshot after streaming: %v", err)
+	}
+	if d := h.diff(nil, universe); d != "" {
+		t.Errorf("after discarding a streamed target:\n%s", d)
+	}
+	if ck, chunks := h.metaDocs(); ck || chunks != 0 {
+		t.Errorf("after discarding a streamed target: checkpoint %v and %d index chunks left", ck, chunks)
+	}
+
+	// A target that began streaming under a version that retired the index cannot be emptied.
+	old := h.apply(batch.PhaseStream, ins(5, "old", 5))
+	cp, err = h.sink.readCheckpoint(ctx, h.tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sink.writeCheckpoint(ctx, h.tgt, cp, checkpoint{Position: &old.Hi, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
 	err = h.sink.DiscardSnapshot(ctx, h.spec)
 	if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "drop collection") {
-		t.Errorf("DiscardSnapshot after streaming began: %v; want poison saying what to do", err)
+		t.Errorf("DiscardSnapshot of a target streamed without an index: %v; want poison saying what to do", err)
 	}
 }
 
@@ -318,8 +352,8 @@ func TestSnapshotChunks(t *testing.T) {
 	attempt("first")
 	// The session is lost: the next run discards and copies again, with other values.
 	attempt("second")
-	if _, chunks := h.metaDocs(); chunks != 4 {
-		t.Errorf("%d key-index chunks, want 4 (one per chunk applied after the discard)", chunks)
+	if _, chunks := h.metaDocs(); chunks != 3 {
+		t.Errorf("%d key-index chunks, want 3 (one per chunk that created documents after the discard; the re-applied one created none)", chunks)
 	}
 
 	end := h.batch(batch.PhaseSnapshot)
@@ -336,8 +370,8 @@ func TestSnapshotChunks(t *testing.T) {
 	if d := h.diff(want, universe); d != "" {
 		t.Errorf("after streaming:\n%s", d)
 	}
-	if _, chunks := h.metaDocs(); chunks != 0 {
-		t.Errorf("%d key-index chunks left after streaming began", chunks)
+	if _, chunks := h.metaDocs(); chunks != 3 {
+		t.Errorf("%d key-index chunks after streaming began, want the 3 of the snapshot (the stream created no key)", chunks)
 	}
 }
 
