@@ -92,7 +92,7 @@ func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema b
 	// Integers, dates and timestamps outside the key come in binary: Postgres does not format
 	// them and the builder does not parse them.
 	formats := b.BinaryFormats()
-	last, err := h.snap.ScanChunk(ctx, schema, cursor(schema, after), limit, formats, func(c *batch.Change, raw [][]byte) error {
+	last, err := h.snap.CopyChunk(ctx, schema, cursor(schema, after), source.KeyRange{}, limit, formats, func(c *batch.Change, raw [][]byte) error {
 		if err := b.AppendRow(c, raw, formats, ingest); err != nil {
 			return &BuildError{err}
 		}
