@@ -71,7 +71,7 @@ func TestChunkReadSpeed(t *testing.T) {
 		}
 		wall := time.Since(start)
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano())
+		cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 		return wall, cpu
 	}
 	for round := 1; round <= 3; round++ {
