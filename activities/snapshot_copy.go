@@ -14,6 +14,7 @@ import (
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -23,8 +24,16 @@ type CopySnapshotInput struct {
 	Snapshot SnapshotInfo `json:"snapshot"`
 	// After holds the key columns' text values of the last row copied; empty at the start.
 	After []string `json:"after,omitempty"`
-	// ChunkRows is the rows per SELECT (default 50000).
+	// Ranges are the key ranges of a parallel copy with their cursors (the last call's result);
+	// empty at the start and for a copy in one range (After).
+	Ranges []backfill.RangeCursor `json:"ranges,omitempty"`
+	// ChunkRows is the most rows per chunk (default 50000).
 	ChunkRows int `json:"chunk_rows"`
+	// ChunkBytes sizes chunks by bytes (backfill.CopyLimits.ChunkBytes); 0: by rows only.
+	ChunkBytes int64 `json:"chunk_bytes,omitempty"`
+	// Parallelism is how many key ranges the copy reads at once, each on a connection of its
+	// own under the snapshot (default 1: one range, read ahead by one chunk).
+	Parallelism int `json:"parallelism,omitempty"`
 	// ApplyBytes groups chunks into one sink write up to this many bytes of Arrow records
 	// (default 64 MiB).
 	ApplyBytes int64 `json:"apply_bytes,omitempty"`
@@ -65,14 +74,18 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 			fmt.Sprintf("table %s: copy cursor has %d values for %d key columns", schema.Table, len(in.After), len(schema.KeyIndexes())),
 			ErrTypeSourceSetup, nil)
 	}
-	from := backfill.Cursor{Last: in.After}
+	from := backfill.Cursor{Last: in.After, Ranges: in.Ranges}
 	if activity.HasHeartbeatDetails(ctx) {
 		var hb backfill.Cursor
 		if err := activity.GetHeartbeatDetails(ctx, &hb); err == nil {
 			from = hb // the previous attempt's applied rows: resume after them
 		}
 	}
-	lim := backfill.CopyLimits{ChunkRows: in.ChunkRows, ApplyBytes: in.ApplyBytes, RunFor: in.RunFor}
+	if err := planRanges(ctx, held, schema, in.Parallelism, &from); err != nil {
+		return backfill.Cursor{}, sourceError(fmt.Sprintf("splitting the snapshot of table %s into key ranges", schema.Table), err)
+	}
+	lim := backfill.CopyLimits{ChunkRows: in.ChunkRows, ChunkBytes: in.ChunkBytes, Parallel: in.Parallelism,
+		ApplyBytes: in.ApplyBytes, RunFor: in.RunFor}
 	if lim.ChunkRows <= 0 {
 		lim.ChunkRows = 50_000
 	}
@@ -94,6 +107,9 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		},
 		ReadAhead: func(ctx context.Context, after []string, limit int) {
 			held.ReadAheadFrom(ctx, mem, schema, after, limit)
+		},
+		ReadRange: func(ctx context.Context, r source.KeyRange, after []string, limit int) (backfill.Chunk, error) {
+			return held.ReadRange(ctx, mem, schema, r, after, limit)
 		},
 		Apply: func(ctx context.Context, rec arrow.RecordBatch) error {
 			if err := a.applyRecord(ctx, in.Table, rec, batch.SourcePosition{}); err != nil {
@@ -121,4 +137,19 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		return at, sourceError(fmt.Sprintf("copying the snapshot of table %s", schema.Table), err)
 	}
 	return at, nil
+}
+
+// planRanges gives a copy that has not started its key ranges when parallelism allows it and
+// the table splits (backfill.Session.SplitRanges), and opens the reading connections of a copy
+// that has them. A copy that started in one range (a cursor with Last) stays in one range.
+func planRanges(ctx context.Context, held *backfill.Session, schema batch.Schema, parallelism int, from *backfill.Cursor) error {
+	if len(from.Ranges) > 0 {
+		return held.OpenReaders(ctx, max(parallelism, 1))
+	}
+	if parallelism < 2 || len(from.Last) > 0 || from.Done {
+		return nil
+	}
+	ranges, err := held.SplitRanges(ctx, schema, parallelism)
+	from.Ranges = ranges
+	return err
 }

@@ -3,12 +3,14 @@ package backfill
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/source"
 )
 
 // Cursor is where a snapshot's copy stands: every row up to Last (in key order) is applied to
@@ -20,14 +22,40 @@ type Cursor struct {
 	// Rows and Chunks count what was applied since the cursor the copy was started from.
 	Rows   int64 `json:"rows"`
 	Chunks int64 `json:"chunks"`
-	// Done: the snapshot has no rows after Last.
+	// Done: the snapshot has no rows after Last (with Ranges: every range is done).
 	Done bool `json:"done,omitempty"`
+	// Ranges, when set, are the key ranges of a parallel copy (CopyLimits.Parallel), each with
+	// its own cursor; Last is then unused. The first call of a copy sets them (SplitKeyRanges)
+	// and every later call and retried attempt keeps them, so a range's Last stays within it.
+	Ranges []RangeCursor `json:"ranges,omitempty"`
+	// Limit is the row limit of the next chunk, sized by bytes (CopyLimits.ChunkBytes); 0 is
+	// CopyLimits.ChunkRows.
+	Limit int `json:"limit,omitempty"`
+}
+
+// RangeCursor is where the copy of one key range stands: every row of the range up to Last is
+// applied, or all of them when Done.
+type RangeCursor struct {
+	source.KeyRange
+	Last []string `json:"last,omitempty"`
+	Done bool     `json:"done,omitempty"`
+}
+
+// clone returns a copy of c whose Ranges the copy may change.
+func (c Cursor) clone() Cursor {
+	c.Ranges = slices.Clone(c.Ranges)
+	return c
 }
 
 // CopyLimits bound one call of Copy.
 type CopyLimits struct {
-	// ChunkRows is the rows per SELECT (keyset page).
+	// ChunkRows is the most rows per chunk (keyset page).
 	ChunkRows int
+	// ChunkBytes sizes chunks by bytes: each chunk's row limit is what ChunkBytes holds at the
+	// previous chunk's bytes per row (at most ChunkRows); 0 sizes them by ChunkRows alone.
+	ChunkBytes int64
+	// Parallel is how many ranges of a cursor with Ranges are read at once (at least 1).
+	Parallel int
 	// ApplyBytes groups consecutive chunks into one sink write until their records hold this
 	// many bytes (at least one chunk per write).
 	ApplyBytes int64
@@ -46,6 +74,9 @@ type CopyDeps struct {
 	Read func(ctx context.Context, after []string, limit int) (Chunk, error)
 	// ReadAhead starts reading the chunk after the key after in the background (optional).
 	ReadAhead func(ctx context.Context, after []string, limit int)
+	// ReadRange returns up to limit rows of the key range r after the key after; it is called
+	// from several goroutines at once for a cursor with Ranges (one read per range at a time).
+	ReadRange func(ctx context.Context, r source.KeyRange, after []string, limit int) (Chunk, error)
 	// Apply writes a record of snapshot rows to the sink, idempotently (upsert by key): a
 	// retried attempt may write rows after its cursor again.
 	Apply func(ctx context.Context, rec arrow.RecordBatch) error
@@ -77,6 +108,9 @@ func Copy(ctx context.Context, lim CopyLimits, deps CopyDeps, from Cursor) (Curs
 	}
 	if lim.FlushEvery <= 0 {
 		lim.FlushEvery = 10 * time.Second
+	}
+	if len(from.Ranges) > 0 {
+		return copyRanges(ctx, lim, deps, now, from)
 	}
 	start := now()
 	at := from
@@ -110,13 +144,15 @@ func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() ti
 	next := at
 	var size int64
 	for {
-		c, err := deps.Read(ctx, next.Last, lim.ChunkRows)
+		limit := chunkLimit(lim, next.Limit)
+		c, err := deps.Read(ctx, next.Last, limit)
 		if err != nil {
 			return at, err
 		}
 		next.Chunks++
 		next.Rows += int64(c.Rows)
-		next.Done = c.Rows < lim.ChunkRows
+		next.Done = c.Rows < limit
+		next.Limit = nextLimit(lim, c, limit)
 		if c.Rows > 0 {
 			recs = append(recs, c.Rec)
 			next.Last = c.Last
@@ -126,7 +162,7 @@ func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() ti
 		}
 		if !next.Done && deps.ReadAhead != nil {
 			// The next chunk is read while this group is written (see Session).
-			deps.ReadAhead(ctx, next.Last, lim.ChunkRows)
+			deps.ReadAhead(ctx, next.Last, next.Limit)
 		}
 		deps.Heartbeat(ctx, at) // keeps the attempt alive; the cursor moves only with a write
 		if next.Done || size >= lim.ApplyBytes || now().Sub(begin) >= lim.FlushEvery || stopped(deps.Stop) {
@@ -145,6 +181,25 @@ func copyGroup(ctx context.Context, lim CopyLimits, deps CopyDeps, now func() ti
 		}
 	}
 	return next, nil
+}
+
+// chunkLimit is the row limit of a chunk: limit when a previous chunk sized it, else ChunkRows.
+func chunkLimit(lim CopyLimits, limit int) int {
+	if limit <= 0 || limit > lim.ChunkRows {
+		return lim.ChunkRows
+	}
+	return limit
+}
+
+// nextLimit sizes the chunk after c (read with limit) by bytes: the rows lim.ChunkBytes holds at
+// c's bytes per row, at least 1 and at most lim.ChunkRows; limit when ChunkBytes is unset or c
+// is empty.
+func nextLimit(lim CopyLimits, c Chunk, limit int) int {
+	if lim.ChunkBytes <= 0 || c.Rows == 0 || c.Rec == nil {
+		return limit
+	}
+	perRow := max(recordBytes(c.Rec)/int64(c.Rows), 1)
+	return int(min(max(lim.ChunkBytes/perRow, 1), int64(lim.ChunkRows)))
 }
 
 // stopped reports whether stop is closed (never for nil).

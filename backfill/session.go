@@ -74,7 +74,7 @@ func (h *Session) Snapshot() *source.Snapshot { return h.snap }
 
 // readRecord reads up to limit rows after the key after straight into an Arrow record: rows
 // never exist as Changes, their values go from the connection's buffer into the builders.
-func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, after []string, limit int) (Chunk, error) {
+func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, rng source.KeyRange, after []string, limit int) (Chunk, error) {
 	b, err := batch.NewRecordBuilder(mem, schema)
 	if err != nil {
 		return Chunk{}, &BuildError{err}
@@ -92,7 +92,7 @@ func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema b
 	// Integers, dates and timestamps outside the key come in binary: Postgres does not format
 	// them and the builder does not parse them.
 	formats := b.BinaryFormats()
-	last, err := h.snap.ScanChunk(ctx, schema, cursor(schema, after), limit, formats, func(c *batch.Change, raw [][]byte) error {
+	last, err := h.snap.CopyChunk(ctx, schema, cursor(schema, after), rng, limit, formats, func(c *batch.Change, raw [][]byte) error {
 		if err := b.AppendRow(c, raw, formats, ingest); err != nil {
 			return &BuildError{err}
 		}
@@ -140,7 +140,48 @@ func (h *Session) ReadChunk(ctx context.Context, mem memory.Allocator, schema ba
 		}
 		ra.release()
 	}
-	return h.readRecord(ctx, mem, schema, after, limit)
+	return h.readRecord(ctx, mem, schema, source.KeyRange{}, after, limit)
+}
+
+// ReadRange returns up to limit rows of the key range r after the key after (nil: from the
+// range's start). Several run at once, each on one of the snapshot's reading connections (see
+// SplitRanges); it never takes the chunk read ahead.
+func (h *Session) ReadRange(ctx context.Context, mem memory.Allocator, schema batch.Schema, r source.KeyRange, after []string, limit int) (Chunk, error) {
+	return h.readRecord(ctx, mem, schema, r, after, limit)
+}
+
+// rangesPerReader is how many key ranges a parallel copy has per reader: ranges of equal key
+// width hold unequal rows when the keys are sparse in places, and a reader done with its range
+// takes the next one.
+const rangesPerReader = 4
+
+// SplitRanges opens parallel reading connections of the snapshot and returns the key ranges of
+// a parallel copy of the table (source.SplitKeyRanges). It returns nil, and opens nothing, when
+// parallel < 2 or the table does not split (its first key column is not an integer, or it is
+// empty): the copy then reads one range with Read.
+func (h *Session) SplitRanges(ctx context.Context, schema batch.Schema, parallel int) ([]RangeCursor, error) {
+	if parallel < 2 {
+		return nil, nil
+	}
+	krs, err := h.snap.SplitKeyRanges(ctx, schema, parallel*rangesPerReader)
+	if err != nil || len(krs) < 2 {
+		return nil, err
+	}
+	if err := h.OpenReaders(ctx, parallel); err != nil {
+		return nil, err
+	}
+	out := make([]RangeCursor, len(krs))
+	for i, kr := range krs {
+		out[i] = RangeCursor{KeyRange: kr}
+	}
+	return out, nil
+}
+
+// OpenReaders opens reading connections of the snapshot until it has parallel (see
+// source.Snapshot.OpenReaders); a copy with ranges calls it on every call, since a slice may
+// run on a session whose earlier slice opened them or not.
+func (h *Session) OpenReaders(ctx context.Context, parallel int) error {
+	return h.snap.OpenReaders(ctx, parallel)
 }
 
 // swapReadAhead makes ra the chunk read ahead (nil: none) and returns the one it replaces.
@@ -177,7 +218,7 @@ func (h *Session) ReadAheadFrom(ctx context.Context, mem memory.Allocator, schem
 	}
 	go func() {
 		defer close(ra.done)
-		ra.chunk, ra.err = h.readRecord(rctx, mem, schema, after, limit)
+		ra.chunk, ra.err = h.readRecord(rctx, mem, schema, source.KeyRange{}, after, limit)
 	}()
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
 )
 
 // Postgres result formats, as a snapshot read asks for them per column.
@@ -22,11 +23,14 @@ const (
 	pgEpochMicros = pgEpochDays * 86400_000_000
 )
 
-// binaryAppender returns the appendValue of a column read in Postgres' binary format: integers,
-// dates and timestamps, which Postgres sends without formatting and which need no parsing. It
-// returns nil for every other kind (read as text).
-func binaryAppender(k kind, bld array.Builder) func([]byte) error {
-	switch k {
+// binaryAppender returns the appendValue of a column read in Postgres' binary format (the
+// type's send function, as a binary COPY or a binary result gives it): integers, floats, bool,
+// dates, times and timestamps, uuid, bytea, and the text types whose binary form is their
+// printed text (text, varchar, bpchar, name, json, jsonb). Each builds exactly the value the
+// type's text form builds. It returns nil for every other type (numeric, interval, arrays,
+// extension types, ...), which a snapshot reads as the text Postgres prints.
+func binaryAppender(st scalarType, bld array.Builder) func([]byte) error {
+	switch st.kind {
 	case kindInt16:
 		ib := bld.(*array.Int16Builder)
 		return func(v []byte) error {
@@ -69,7 +73,103 @@ func binaryAppender(k kind, bld array.Builder) func([]byte) error {
 			return err
 		}
 	}
+	return binaryOtherAppender(st, bld)
+}
+
+// binaryOtherAppender is binaryAppender for the kinds besides integers, dates and timestamps.
+func binaryOtherAppender(st scalarType, bld array.Builder) func([]byte) error {
+	switch st.kind {
+	case kindBool:
+		bb := bld.(*array.BooleanBuilder)
+		return func(v []byte) error {
+			if len(v) != 1 {
+				return binaryLength(v, 1)
+			}
+			bb.Append(v[0] != 0)
+			return nil
+		}
+	case kindFloat32:
+		fb := bld.(*array.Float32Builder)
+		return func(v []byte) error {
+			if len(v) != 4 {
+				return binaryLength(v, 4)
+			}
+			fb.Append(math.Float32frombits(binary.BigEndian.Uint32(v)))
+			return nil
+		}
+	case kindFloat64:
+		fb := bld.(*array.Float64Builder)
+		return func(v []byte) error {
+			if len(v) != 8 {
+				return binaryLength(v, 8)
+			}
+			fb.Append(math.Float64frombits(binary.BigEndian.Uint64(v)))
+			return nil
+		}
+	case kindTime:
+		tb := bld.(*array.Time64Builder)
+		return func(v []byte) error {
+			x, err := binaryTime(v)
+			tb.Append(x)
+			return err
+		}
+	case kindUUID:
+		ub := bld.(*extensions.UUIDBuilder)
+		return func(v []byte) error {
+			if len(v) != 16 {
+				return binaryLength(v, 16)
+			}
+			ub.AppendBytes([16]byte(v))
+			return nil
+		}
+	case kindBytea:
+		bb := bld.(*array.BinaryBuilder)
+		return func(v []byte) error {
+			bb.Append(v)
+			return nil
+		}
+	case kindText:
+		return binaryTextAppender(st.textSend, bld)
+	}
 	return nil
+}
+
+// binaryTextAppender returns the appendValue of a text type whose binary form holds its printed
+// text (nil for the others).
+func binaryTextAppender(ts textSend, bld array.Builder) func([]byte) error {
+	sb := bld.(*array.StringBuilder)
+	switch ts {
+	case textSendRaw:
+		return func(v []byte) error {
+			sb.BinaryBuilder.Append(v)
+			return nil
+		}
+	case textSendJSONB:
+		return func(v []byte) error {
+			if len(v) == 0 || v[0] != 1 {
+				return malformed("binary jsonb without its version byte 1")
+			}
+			sb.BinaryBuilder.Append(v[1:])
+			return nil
+		}
+	}
+	return nil
+}
+
+// binaryTime converts a binary time (int64 microseconds since midnight), refusing 24:00:00 as
+// parseTime does.
+func binaryTime(v []byte) (arrow.Time64, error) {
+	if len(v) != 8 {
+		return 0, binaryLength(v, 8)
+	}
+	us := int64(binary.BigEndian.Uint64(v))
+	if us >= 86400_000_000 {
+		return 0, notRepresentable(time24Hint, "24:00:00 is past the end of an arrow time64 day")
+	}
+	if us < 0 {
+		return 0, malformed("binary time before midnight")
+	}
+	return arrow.Time64(us), nil
 }
 
 // binaryDate converts a binary date (int32 days since 2000-01-01).
@@ -115,10 +215,12 @@ func binaryLength(v []byte, want int) error {
 	return malformed("binary value of %d bytes, want %d", len(v), want)
 }
 
-// BinaryFormats returns, per column, the result format a snapshot read should ask Postgres for:
-// FormatBinary for the integer, date and timestamp columns outside the key, which AppendRow then
-// takes without parsing text (and Postgres sends without formatting it), FormatText for the
-// others. Key columns stay text: a chunk's last key is the next chunk's cursor, a text parameter.
+// BinaryFormats returns, per column, the format a snapshot read should ask Postgres for:
+// FormatBinary for the columns outside the key whose type has a binary decoder (binaryAppender),
+// which AppendRow then takes without parsing text (and Postgres sends without formatting it),
+// FormatText for the others (the text Postgres prints). It is the one rule of which columns a
+// snapshot reads in binary. Key columns stay text: a chunk's last key is the next chunk's
+// cursor, a text parameter.
 func (b *RecordBuilder) BinaryFormats() []int16 {
 	out := make([]int16, len(b.columns))
 	for j := range b.columns {

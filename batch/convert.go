@@ -419,6 +419,9 @@ func addInt64(a, b int64) (int64, bool) {
 	return r, (b >= 0) == (r >= a)
 }
 
+// time24Hint says what to do with the time 24:00:00, which time64 cannot hold.
+const time24Hint = "time64 holds up to 23:59:59.999999; replace 24:00:00 in Postgres or change the column's type"
+
 // parseTime parses time (without zone) into microseconds since midnight.
 func parseTime(v []byte) (arrow.Time64, error) {
 	us, i, err := parseClock(v, 0, 2)
@@ -429,8 +432,7 @@ func parseTime(v []byte) (arrow.Time64, error) {
 		return 0, malformed("not a time of day")
 	}
 	if us >= 86400_000_000 {
-		return 0, notRepresentable("time64 holds up to 23:59:59.999999; replace 24:00:00 in Postgres or "+
-			"change the column's type", "24:00:00 is past the end of an arrow time64 day")
+		return 0, notRepresentable(time24Hint, "24:00:00 is past the end of an arrow time64 day")
 	}
 	return arrow.Time64(us), nil
 }

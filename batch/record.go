@@ -209,7 +209,7 @@ func elementError(k int, v []byte, err error) error {
 
 // newScalarEncoder returns the encoder of a scalar type on its builder.
 func newScalarEncoder(st scalarType, bld array.Builder) encoder {
-	e := encoder{kind: st.kind, appendNull: bld.AppendNull, appendBinary: binaryAppender(st.kind, bld)}
+	e := encoder{kind: st.kind, appendNull: bld.AppendNull, appendBinary: binaryAppender(st, bld)}
 	switch st.kind {
 	case kindBool:
 		bb := bld.(*array.BooleanBuilder)

@@ -134,7 +134,19 @@ type scalarType struct {
 	kind      kind
 	precision int32 // decimal128 only
 	scale     int32 // decimal128 only
+	// textSend says how a kindText type's binary form (its send function) relates to the text
+	// it prints; textSendNone for every type whose binary form is its own encoding.
+	textSend textSend
 }
+
+// textSend is how the binary form of a kindText type holds its printed text.
+type textSend uint8
+
+const (
+	textSendNone  textSend = iota // a binary form of its own: read as text
+	textSendRaw                   // the printed text as is (text, varchar, bpchar, name, json)
+	textSendJSONB                 // a version byte (1), then the printed text (jsonb)
+)
 
 // colType is a column's resolved type: a scalar, or a one-dimensional array of a scalar.
 type colType struct {
@@ -178,6 +190,10 @@ func resolveScalar(oid uint32, typmod int32) scalarType {
 		return scalarType{kind: kindUUID}
 	case oidInterval:
 		return scalarType{kind: kindInterval}
+	case oidText, oidVarchar, oidBPChar, oidName, oidJSON:
+		return scalarType{kind: kindText, textSend: textSendRaw}
+	case oidJSONB:
+		return scalarType{kind: kindText, textSend: textSendJSONB}
 	}
 	return scalarType{kind: kindText}
 }
@@ -324,4 +340,22 @@ func dataField(col *Column, ct colType) arrow.Field {
 		[]string{col.TypeName, strconv.FormatBool(col.Key), strconv.FormatBool(col.NotNull)},
 	)
 	return arrow.Field{Name: col.Name, Type: ct.arrowType(), Nullable: !col.Key, Metadata: md}
+}
+
+// FirstKeyInteger reports whether the first key column of s is an integer (int2, int4 or int8,
+// or a domain over one), so that a snapshot can split the table into ranges of it.
+func (s Schema) FirstKeyInteger() bool {
+	keys := s.KeyIndexes()
+	if len(keys) == 0 {
+		return false
+	}
+	c := &s.Columns[keys[0]]
+	if c.Dims > 0 {
+		return false
+	}
+	switch c.TypeOID {
+	case oidInt2, oidInt4, oidInt8:
+		return true
+	}
+	return false
 }

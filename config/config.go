@@ -32,6 +32,12 @@ type Source struct {
 	Publication string `json:"publication"`
 	// SnapshotChunkRows is the number of rows per SELECT of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows"`
+	// SnapshotChunkBytes bounds a backfill chunk by bytes too: each chunk's row limit is what
+	// this holds at the previous chunk's bytes per row (default 16MiB).
+	SnapshotChunkBytes ByteSize `json:"snapshot_chunk_bytes"`
+	// SnapshotParallelism is how many key ranges of one table a backfill reads at once, each
+	// on a connection of its own importing the snapshot (default 1).
+	SnapshotParallelism int `json:"snapshot_parallelism"`
 	// MaxParallelBackfills is how many tables one worker backfills at once, each holding a
 	// temporary replication slot and a walsender while it copies. 0 (the key absent): what the
 	// server has free, read when the worker starts (source.BackfillCapacity).

@@ -63,10 +63,12 @@ func TestDemo(t *testing.T) {
 	want := &Config{
 		Pipeline: "demo",
 		Source: Source{
-			DSN:               "postgres://postgres@127.0.0.1:5432/demo?sslmode=disable",
-			Slot:              "sluice_demo",
-			Publication:       "sluice_demo",
-			SnapshotChunkRows: 50000,
+			DSN:                 "postgres://postgres@127.0.0.1:5432/demo?sslmode=disable",
+			Slot:                "sluice_demo",
+			Publication:         "sluice_demo",
+			SnapshotChunkRows:   50000,
+			SnapshotChunkBytes:  16 * MiB,
+			SnapshotParallelism: 1,
 		},
 		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "sluice"},
 		Staging:  Staging{URL: ".stack/demo/staging"},

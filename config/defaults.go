@@ -3,6 +3,8 @@ package config
 // Defaults of the settings that have one.
 const (
 	DefaultSnapshotChunkRows           = 50000
+	DefaultSnapshotChunkBytes          = 16 * MiB
+	DefaultSnapshotParallelism         = 1
 	DefaultTemporalAddress             = "127.0.0.1:7233"
 	DefaultTemporalNamespace           = "default"
 	DefaultBatchMaxRows                = 100000
@@ -37,6 +39,8 @@ func (c *Config) ApplyDefaults() {
 		setDefault(&c.Temporal.TaskQueue, DefaultTaskQueue(c.Pipeline))
 	}
 	setDefault(&s.SnapshotChunkRows, DefaultSnapshotChunkRows)
+	setDefault(&s.SnapshotChunkBytes, DefaultSnapshotChunkBytes)
+	setDefault(&s.SnapshotParallelism, DefaultSnapshotParallelism)
 	setDefault(&c.Temporal.Address, DefaultTemporalAddress)
 	setDefault(&c.Temporal.Namespace, DefaultTemporalNamespace)
 	setDefault(&c.Batch.MaxRows, DefaultBatchMaxRows)

@@ -79,6 +79,8 @@ func docSamples() map[string]any {
 		"source.slot":                   "sluice_orders",
 		"source.publication":            "sluice_orders",
 		"source.snapshot_chunk_rows":    20000,
+		"source.snapshot_chunk_bytes":   "8MiB",
+		"source.snapshot_parallelism":   2,
 		"source.max_parallel_backfills": 4,
 		"temporal.address":              "127.0.0.1:7233",
 		"temporal.namespace":            "cdc",

@@ -17,6 +17,8 @@ const (
 	// MaxParallelBackfills bounds source.max_parallel_backfills: Postgres' max_wal_senders and
 	// max_replication_slots are at most 262143, and each backfill also holds a connection.
 	MaxParallelBackfills = 1000
+	// MaxSnapshotParallelism bounds source.snapshot_parallelism (source.MaxSnapshotReaders).
+	MaxSnapshotParallelism = 32
 	// MaxPartitionBuckets bounds sink.iceberg.partition_buckets: each commit writes up to one data
 	// file and one delete file per bucket its rows fall in, so more buckets only multiply small
 	// files that compaction then has to merge.
@@ -62,13 +64,14 @@ func (v *validator) maxSize(path string, n, max ByteSize, why string) {
 
 // The reasons the messages give for the upper bounds.
 const (
-	whyBatchBytes        = "a batch's text column is one Arrow string array, which holds at most 2GiB, and the worker keeps about seven batches in memory"
-	whyRows              = "each buffered row costs about 128 bytes of bookkeeping beyond its values, so more rows would hold over a GiB of memory"
-	whyChunkRows         = "a chunk is read whole into the worker's memory, with no byte limit, while the next one is read ahead"
-	whyParallelBackfills = "each backfill holds a replication slot, a walsender and a connection on the source"
-	whyBuckets           = "every commit writes up to a data file and a delete file per bucket, so more buckets only make more small files"
-	whyFileSize          = "compaction rewrites a file on every run until it reaches 75% of the target, so a larger target rewrites the same rows many times (Iceberg's own default is 512MiB)"
-	whyCompactions       = "every commit rewrites the table metadata, which lists every snapshot until maintenance expires them, so commits slow down as they pile up"
-	whyOpenConns         = "a worker runs at most 1000 activities at once (Temporal's default), so more connections are never used"
-	whyConcurrency       = "gocb queues at most 2048 operations per node, and another table's batch in flight needs room too"
+	whyBatchBytes          = "a batch's text column is one Arrow string array, which holds at most 2GiB, and the worker keeps about seven batches in memory"
+	whyRows                = "each buffered row costs about 128 bytes of bookkeeping beyond its values, so more rows would hold over a GiB of memory"
+	whyChunkRows           = "a chunk is read whole into the worker's memory while the next one is read ahead"
+	whySnapshotParallelism = "each range read at once holds a connection on the source and a chunk in the worker's memory"
+	whyParallelBackfills   = "each backfill holds a replication slot, a walsender and a connection on the source"
+	whyBuckets             = "every commit writes up to a data file and a delete file per bucket, so more buckets only make more small files"
+	whyFileSize            = "compaction rewrites a file on every run until it reaches 75% of the target, so a larger target rewrites the same rows many times (Iceberg's own default is 512MiB)"
+	whyCompactions         = "every commit rewrites the table metadata, which lists every snapshot until maintenance expires them, so commits slow down as they pile up"
+	whyOpenConns           = "a worker runs at most 1000 activities at once (Temporal's default), so more connections are never used"
+	whyConcurrency         = "gocb queues at most 2048 operations per node, and another table's batch in flight needs room too"
 )

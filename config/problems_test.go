@@ -107,7 +107,7 @@ func problemCases() []problemCase {
 		{"unknown top-level key", []edit{set("pipline", "x")}, []want{{"pipline", "unknown key; allowed keys here are pipeline, source, temporal"}}},
 		{"unknown nested key", []edit{set("sink.iceberg.catalog.urii", "x")}, []want{{"sink.iceberg.catalog.urii", "allowed keys here are type, uri, uri_file, dialect, name"}}},
 		{"unknown key in a list entry", []edit{set("tables.0.metadata", []any{map[string]any{"from": "op", "as": "op", "frm": "x"}})}, []want{{"tables[0].metadata[0].frm", "allowed keys here are from, as"}}},
-		{"mapping expected", []edit{set("source", "postgres://x")}, []want{{"source", "want a mapping of keys (dsn, dsn_file, slot, publication, snapshot_chunk_rows, max_parallel_backfills), got the string"}}},
+		{"mapping expected", []edit{set("source", "postgres://x")}, []want{{"source", "want a mapping of keys (dsn, dsn_file, slot, publication, snapshot_chunk_rows, snapshot_chunk_bytes, snapshot_parallelism, max_parallel_backfills), got the string"}}},
 		{"list expected", []edit{set("tables", map[string]any{"source": "public.orders"})}, []want{{"tables", "want a list, got a mapping"}}},
 		{"string expected", []edit{set("pipeline", 12)}, []want{{"pipeline", "want a string, got the number 12"}}},
 		{"integer expected", []edit{set("batch.max_rows", "many")}, []want{{"batch.max_rows", `want a whole number, got "many"`}}},

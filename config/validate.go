@@ -48,6 +48,8 @@ func (v *validator) explicitZeros(c *Config) {
 		}
 	}
 	zero("source.snapshot_chunk_rows", c.Source.SnapshotChunkRows == 0, DefaultSnapshotChunkRows)
+	zero("source.snapshot_chunk_bytes", c.Source.SnapshotChunkBytes == 0, DefaultSnapshotChunkBytes)
+	zero("source.snapshot_parallelism", c.Source.SnapshotParallelism == 0, DefaultSnapshotParallelism)
 	zero("batch.max_rows", c.Batch.MaxRows == 0, DefaultBatchMaxRows)
 	zero("batch.max_bytes", c.Batch.MaxBytes == 0, DefaultBatchMaxBytes)
 	zero("batch.max_wait", c.Batch.MaxWait == 0, DefaultBatchMaxWait)
@@ -116,6 +118,14 @@ func (v *validator) source(s *Source) {
 		v.ps.add("source.snapshot_chunk_rows", "is %d; it must be at least 1 (default %d)", s.SnapshotChunkRows, DefaultSnapshotChunkRows)
 	}
 	v.maxCount("source.snapshot_chunk_rows", s.SnapshotChunkRows, MaxSnapshotChunkRows, whyChunkRows)
+	if s.SnapshotChunkBytes < KiB {
+		v.ps.add("source.snapshot_chunk_bytes", "is %d bytes; it must be at least 1KiB (a bare number counts bytes: write 16MiB for 16 mebibytes)", int64(s.SnapshotChunkBytes))
+	}
+	v.maxSize("source.snapshot_chunk_bytes", s.SnapshotChunkBytes, MaxBatchBytes, whyBatchBytes)
+	if s.SnapshotParallelism < 1 {
+		v.ps.add("source.snapshot_parallelism", "is %d; it must be at least 1 (default %d)", s.SnapshotParallelism, DefaultSnapshotParallelism)
+	}
+	v.maxCount("source.snapshot_parallelism", s.SnapshotParallelism, MaxSnapshotParallelism, whySnapshotParallelism)
 	if p := "source.max_parallel_backfills"; s.MaxParallelBackfills < 0 || (s.MaxParallelBackfills == 0 && v.present[p]) {
 		v.ps.add(p, "is %d; it must be at least 1, or remove the key to use what the server has free", s.MaxParallelBackfills)
 	}

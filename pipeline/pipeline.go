@@ -56,7 +56,8 @@ func SinkRef(cfg *config.Config) activities.SinkRef { return activities.SinkRef{
 // peak; docs/benchmarks.md). An Iceberg sink's tables are maintained
 // (MaintainTable) every sink.iceberg.maintenance.compact_every_commits commits; -1 turns that off.
 func TableOptions(cfg *config.Config) workflows.TableOptions {
-	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes) / 8}
+	o := workflows.TableOptions{SnapshotChunkRows: cfg.Source.SnapshotChunkRows, SnapshotApplyBytes: int64(cfg.Batch.MaxBytes) / 8,
+		SnapshotChunkBytes: int64(cfg.Source.SnapshotChunkBytes), SnapshotParallelism: cfg.Source.SnapshotParallelism}
 	o.CommitGroupBytes = int64(cfg.Batch.MaxBytes) / 8
 	if cfg.Sink.Type == config.SinkIceberg && cfg.Sink.Iceberg != nil {
 		switch n := cfg.Sink.Iceberg.Maintenance.CompactEveryCommits; {

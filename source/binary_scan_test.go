@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,16 +47,44 @@ func TestScanChunkBinaryFormatsBuildTheSameRecord(t *testing.T) {
 	}
 	formats := mustBuilder(t, schema).BinaryFormats()
 	want := []int16{batch.FormatText, batch.FormatBinary, batch.FormatBinary, batch.FormatBinary, batch.FormatBinary,
-		batch.FormatBinary, batch.FormatBinary, batch.FormatText}
+		batch.FormatBinary, batch.FormatBinary, batch.FormatBinary}
 	for j := range want {
 		if formats[j] != want[j] {
-			t.Errorf("column %s: format %d, want %d (keys and text stay text)", schema.Columns[j].Name, formats[j], want[j])
+			t.Errorf("column %s: format %d, want %d (keys stay text)", schema.Columns[j].Name, formats[j], want[j])
 		}
 	}
 	for j := range schema.Columns {
 		a, b := text.Column(j), bin.Column(j)
 		if !array.Equal(a, b) {
 			t.Errorf("column %s differs:\ntext   %v\nbinary %v", schema.Columns[j].Name, a, b)
+		}
+	}
+
+	// Under one snapshot, key ranges read on several connections hold every row once, in order.
+	if err := snap.OpenReaders(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	ranges, err := snap.SplitKeyRanges(ctx, schema, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranges) != 4 || ranges[0].Lo != nil || ranges[3].Hi != nil {
+		t.Fatalf("split ids 1..6 into %d ranges %v, want 4 open at both ends", len(ranges), ranges)
+	}
+	var ids []int64
+	for _, r := range ranges {
+		rec := copyRecord(t, snap, schema, r, 1)
+		for i := range int(rec.NumRows()) {
+			ids = append(ids, rec.Column(0).(*array.Int64).Value(i))
+		}
+	}
+	if !slices.Equal(ids, []int64{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("the ranges read ids %v, want 1..6 once each", ids)
+	}
+	whole := copyRecord(t, snap, schema, KeyRange{}, 4)
+	for j := range schema.Columns {
+		if !array.Equal(whole.Column(j), bin.Column(j)) {
+			t.Errorf("column %s: binary COPY %v, binary query %v", schema.Columns[j].Name, whole.Column(j), bin.Column(j))
 		}
 	}
 
@@ -73,6 +102,21 @@ func TestScanChunkBinaryFormatsBuildTheSameRecord(t *testing.T) {
 		if !errors.As(err, &ve) || !errors.Is(ve.Kind, batch.ErrNotRepresentable) || ve.Column != "ts" {
 			t.Errorf("binary %v: infinity read with error %v, want a not-representable ValueError on column ts", binary, err)
 		}
+	}
+	// The binary COPY fails the same way, and its connections still read afterwards.
+	for range 3 {
+		b := mustBuilder(t, inf)
+		formats := b.BinaryFormats()
+		_, err := snap.CopyChunk(ctx, inf, nil, KeyRange{}, 100, formats, func(c *batch.Change, raw [][]byte) error {
+			return b.AppendRow(c, raw, formats, snap.Time())
+		})
+		var ve *batch.ValueError
+		if !errors.As(err, &ve) || !errors.Is(ve.Kind, batch.ErrNotRepresentable) || ve.Column != "ts" {
+			t.Errorf("binary COPY: infinity read with error %v, want a not-representable ValueError on column ts", err)
+		}
+	}
+	if rec := copyRecord(t, snap, schema, KeyRange{}, 100); rec.NumRows() != 6 {
+		t.Errorf("after the failed reads, a binary COPY read %d rows, want 6", rec.NumRows())
 	}
 }
 
@@ -101,6 +145,32 @@ func scanRecord(t *testing.T, snap *Snapshot, schema batch.Schema, binary bool) 
 	})
 	if err != nil {
 		t.Fatalf("scanning %s (binary %v): %v", schema.Table, binary, err)
+	}
+	rec := b.NewRecord()
+	t.Cleanup(rec.Release)
+	return rec
+}
+
+// copyRecord reads the rows of schema within rng under snap with CopyChunk in chunks of n, in
+// the builder's binary formats, into one record.
+func copyRecord(t *testing.T, snap *Snapshot, schema batch.Schema, rng KeyRange, n int) arrow.RecordBatch {
+	t.Helper()
+	b := mustBuilder(t, schema)
+	formats := b.BinaryFormats()
+	var after []batch.Value
+	for {
+		rows := 0
+		last, err := snap.CopyChunk(context.Background(), schema, after, rng, n, formats, func(c *batch.Change, raw [][]byte) error {
+			rows++
+			return b.AppendRow(c, raw, formats, snap.Time())
+		})
+		if err != nil {
+			t.Fatalf("copying %s in binary: %v", schema.Table, err)
+		}
+		if rows < n {
+			break
+		}
+		after = last
 	}
 	rec := b.NewRecord()
 	t.Cleanup(rec.Release)

@@ -16,6 +16,9 @@ var ErrPreflight = errors.New("source preflight failed")
 // ErrSlotInUse is returned when another process is reading the pipeline's slot.
 var ErrSlotInUse = errors.New("replication slot is in use by another process")
 
+// errSnapshotClosed is returned by reads of a closed snapshot.
+var errSnapshotClosed = errors.New("the snapshot is closed")
+
 // ErrStreamEnded is returned when the server ends the replication stream on its own.
 var ErrStreamEnded = errors.New("replication stream ended by the server")
 

@@ -148,10 +148,10 @@ func (f *Fetcher) PartitionHasRows(ctx context.Context, partition batch.TableNam
 // Partitions lists the partitions of tables as they were when the snapshot was taken: the set
 // a backfill from it corresponds to.
 func (s *Snapshot) Partitions(ctx context.Context, tables []batch.TableName) (map[batch.TableName][]Partition, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return nil, fmt.Errorf("listing partitions: the snapshot is closed")
+	conn, put, err := s.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing partitions: %w", err)
 	}
-	return ListPartitions(ctx, s.conn, tables)
+	defer put()
+	return ListPartitions(ctx, conn, tables)
 }

@@ -33,16 +33,21 @@ import (
 // of a transaction committing at S, and above every position of a transaction committing
 // before S. Comparing positions is therefore the whole rule: no gap, no overlap.
 //
-// A Snapshot is safe for concurrent use; reads are serialized on one connection.
+// A Snapshot is safe for concurrent use. Each read takes one of its reading connections (one
+// unless OpenReaders opened more), each a transaction that imported the snapshot, so they see
+// the same rows.
 type Snapshot struct {
-	mu    sync.Mutex
-	rconn *pgconn.PgConn // holds the exported snapshot and the temporary slot
-	conn  *pgconn.PgConn // a REPEATABLE READ transaction that imported the snapshot
-	name  string
-	lsn   uint64
-	ts    time.Time
-	slot  string
-	where map[batch.TableName]string // the row filters of the configured tables (tables[].where)
+	mu     sync.Mutex       // guards rconn, conns and closed
+	rconn  *pgconn.PgConn   // holds the exported snapshot and the temporary slot
+	conns  []*pgconn.PgConn // REPEATABLE READ transactions that imported the snapshot
+	free   chan *pgconn.PgConn
+	closed bool
+	dsn    string
+	name   string
+	lsn    uint64
+	ts     time.Time
+	slot   string
+	where  map[batch.TableName]string // the row filters of the configured tables (tables[].where)
 }
 
 // OpenSnapshot exports a snapshot and opens a transaction that reads under it.
@@ -78,24 +83,18 @@ func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cc, err := connConfig(cfg.DSN, false)
+	conn, err := importSnapshot(ctx, cfg.DSN, res.SnapshotName)
 	if err != nil {
 		return nil, err
-	}
-	conn, err := pgconn.ConnectConfig(ctx, cc)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to read the snapshot: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			conn.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(res.SnapshotName)
-	if _, err := conn.Exec(ctx, begin).ReadAll(); err != nil {
-		return nil, fmt.Errorf("importing snapshot %s: %w", res.SnapshotName, err)
-	}
-	s = &Snapshot{rconn: rconn, conn: conn, name: res.SnapshotName, lsn: lsn, slot: tmp, where: map[batch.TableName]string{}}
+	s = &Snapshot{rconn: rconn, conns: []*pgconn.PgConn{conn}, free: make(chan *pgconn.PgConn, MaxSnapshotReaders),
+		dsn: cfg.DSN, name: res.SnapshotName, lsn: lsn, slot: tmp, where: map[batch.TableName]string{}}
+	s.free <- conn
 	for _, t := range cfg.Tables {
 		s.where[t.Table] = t.Where
 	}
@@ -128,18 +127,28 @@ func (s *Snapshot) Name() string { return s.name }
 // Time returns the time the snapshot was taken, the CommitTS of its rows.
 func (s *Snapshot) Time() time.Time { return s.ts }
 
-// Close ends the reading transaction and closes both connections, which drops the temporary
-// slot. It is idempotent.
+// Close waits for the reads in flight, ends the reading transactions and closes every
+// connection, which drops the temporary slot. It is idempotent.
 func (s *Snapshot) Close(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
+	if s.closed {
+		s.mu.Unlock()
 		return nil
 	}
-	_, _ = s.conn.Exec(ctx, "COMMIT").ReadAll()
-	err1 := s.conn.Close(ctx)
-	err2 := s.rconn.Close(ctx)
-	s.conn, s.rconn = nil, nil
+	s.closed = true
+	conns, rconn := s.conns, s.rconn
+	s.conns, s.rconn = nil, nil
+	s.mu.Unlock()
+	var err1 error
+	for range conns {
+		conn := <-s.free // a read in flight returns its connection first
+		_, _ = conn.Exec(ctx, "COMMIT").ReadAll()
+		if err := conn.Close(ctx); err != nil && err1 == nil {
+			err1 = err
+		}
+	}
+	close(s.free)
+	err2 := rconn.Close(ctx)
 	if err1 != nil {
 		return fmt.Errorf("closing snapshot connection: %w", err1)
 	}
@@ -147,6 +156,68 @@ func (s *Snapshot) Close(ctx context.Context) error {
 		return fmt.Errorf("closing snapshot replication connection: %w", err2)
 	}
 	return nil
+}
+
+// MaxSnapshotReaders bounds the reading connections of one snapshot (OpenReaders).
+const MaxSnapshotReaders = 32
+
+// importSnapshot connects and opens a read-only REPEATABLE READ transaction that imported the
+// exported snapshot name.
+func importSnapshot(ctx context.Context, dsn, name string) (*pgconn.PgConn, error) {
+	cc, err := connConfig(dsn, false)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgconn.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to read the snapshot: %w", err)
+	}
+	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(name)
+	if _, err := conn.Exec(ctx, begin).ReadAll(); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("importing snapshot %s: %w", name, err)
+	}
+	return conn, nil
+}
+
+// OpenReaders opens reading connections until the snapshot has n (at most MaxSnapshotReaders),
+// each a transaction that imported it, so that n reads run at once. Each holds one of the
+// server's max_connections until Close. It is idempotent.
+func (s *Snapshot) OpenReaders(ctx context.Context, n int) error {
+	n = min(n, MaxSnapshotReaders)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && len(s.conns) < n {
+		conn, err := importSnapshot(ctx, s.dsn, s.name)
+		if err != nil {
+			return fmt.Errorf("opening reader %d of %d of snapshot %s: %w", len(s.conns)+1, n, s.name, err)
+		}
+		s.conns = append(s.conns, conn)
+		s.free <- conn
+	}
+	if s.closed {
+		return fmt.Errorf("opening readers of snapshot %s: the snapshot is closed", s.name)
+	}
+	return nil
+}
+
+// acquire takes a free reading connection, waiting for one; put returns it.
+func (s *Snapshot) acquire(ctx context.Context) (conn *pgconn.PgConn, put func(), err error) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, nil, errSnapshotClosed
+	}
+	select {
+	case conn, ok := <-s.free:
+		if !ok {
+			return nil, nil, errSnapshotClosed
+		}
+		return conn, func() { s.free <- conn }, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
 }
 
 // Estimate returns the number of rows of the table for progress: pg_class.reltuples, or an exact
@@ -172,12 +243,13 @@ func (s *Snapshot) Estimate(ctx context.Context, table batch.TableName) (int64, 
 // ReadChunk reads up to limit rows of the table in key order (only those its row filter keeps,
 // when cfg.Tables of OpenSnapshot gives it one), after the row whose values are
 // after (the Values of the last row of the previous chunk; nil for the first chunk). Rows come
-// as OpSnapshot changes at (LSN, 0) with values in the text form the stream uses. Fewer than
+// as OpSnapshot changes at (LSN, 0) with values in the text form the stream uses (read by
+// CopyChunk with every column as text). Fewer than
 // limit rows means the table is done. The schema must be the one the snapshot sees.
 func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int) ([]batch.Change, error) {
 	changes := make([]batch.Change, 0, limit)
 	var rows rowArena
-	_, err := s.ScanChunk(ctx, schema, after, limit, nil, func(c *batch.Change, raw [][]byte) error {
+	_, err := s.CopyChunk(ctx, schema, after, KeyRange{}, limit, nil, func(c *batch.Change, raw [][]byte) error {
 		ch := *c
 		ch.Values = rows.copyRow(raw)
 		changes = append(changes, ch)
@@ -197,39 +269,26 @@ func (s *Snapshot) ReadChunk(ctx context.Context, schema batch.Schema, after []b
 // last row (copied; nil when there was none), the next chunk's after.
 func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []batch.Value, limit int, formats []int16,
 	row func(c *batch.Change, raw [][]byte) error) (last []batch.Value, err error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("reading table %s: chunk size must be positive, got %d", schema.Table, limit)
+	if err := checkScan(schema, after, limit, formats); err != nil {
+		return nil, err
 	}
 	sql, err := chunkQuery(schema, s.where[schema.Table], after != nil, limit)
 	if err != nil {
 		return nil, permanent(err)
 	}
 	keys := schema.KeyIndexes()
-	if formats != nil {
-		if len(formats) != len(schema.Columns) {
-			return nil, fmt.Errorf("reading table %s: %d result formats for %d columns", schema.Table, len(formats), len(schema.Columns))
-		}
-		for _, k := range keys {
-			if formats[k] != batch.FormatText {
-				return nil, fmt.Errorf("reading table %s: key column %s must be read as text (it is the next chunk's cursor)", schema.Table, schema.Columns[k].Name)
-			}
-		}
-	}
 	var params [][]byte
 	if after != nil {
-		if len(after) != len(schema.Columns) {
-			return nil, fmt.Errorf("reading table %s: the previous row has %d values, the schema %d columns", schema.Table, len(after), len(schema.Columns))
-		}
 		for _, k := range keys {
 			params = append(params, after[k].Text)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return nil, fmt.Errorf("reading table %s: snapshot is closed", schema.Table)
+	conn, put, err := s.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading table %s: %w", schema.Table, err)
 	}
-	rr := s.conn.ExecParams(ctx, sql, params, nil, nil, formats)
+	defer put()
+	rr := conn.ExecParams(ctx, sql, params, nil, nil, formats)
 	if n := len(rr.FieldDescriptions()); n != len(schema.Columns) && n != 0 {
 		_, _ = rr.Close()
 		return nil, fmt.Errorf("reading table %s: got %d columns, the schema has %d", schema.Table, n, len(schema.Columns))
@@ -305,12 +364,12 @@ func (a *rowArena) copyRow(raw [][]byte) []batch.Value {
 
 // queryRow runs sql with text parameters and returns its single row's values (copied).
 func (s *Snapshot) queryRow(ctx context.Context, sql string, params ...[]byte) ([][]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conn == nil {
-		return nil, fmt.Errorf("snapshot is closed")
+	conn, put, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
-	res := s.conn.ExecParams(ctx, sql, params, nil, nil, nil).Read()
+	defer put()
+	res := conn.ExecParams(ctx, sql, params, nil, nil, nil).Read()
 	if res.Err != nil {
 		return nil, res.Err
 	}

@@ -47,8 +47,6 @@ func chunkQuery(s batch.Schema, where string, after bool, limit int) (string, er
 		keyNames[i] = quoteIdent(s.Columns[k].Name)
 		params[i] = fmt.Sprintf("$%d", i+1)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT %s FROM %s", columnList(s), quoteTable(s.Table))
 	var conds []string
 	if where != "" {
 		conds = append(conds, "("+where+")")
@@ -56,11 +54,24 @@ func chunkQuery(s batch.Schema, where string, after bool, limit int) (string, er
 	if after {
 		conds = append(conds, fmt.Sprintf("(%s) > (%s)", strings.Join(keyNames, ", "), strings.Join(params, ", ")))
 	}
+	return chunkSelect(s, columnList(s), conds, limit), nil
+}
+
+// chunkSelect builds the SELECT of one chunk of s: the select list cols, the conditions conds
+// (ANDed), ordered by the key, at most limit rows.
+func chunkSelect(s batch.Schema, cols string, conds []string, limit int) string {
+	keys := s.KeyIndexes()
+	keyNames := make([]string, len(keys))
+	for i, k := range keys {
+		keyNames[i] = quoteIdent(s.Columns[k].Name)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "SELECT %s FROM %s", cols, quoteTable(s.Table))
 	if len(conds) > 0 {
 		b.WriteString(" WHERE " + strings.Join(conds, " AND "))
 	}
 	fmt.Fprintf(&b, " ORDER BY %s LIMIT %d", strings.Join(keyNames, ", "), limit)
-	return b.String(), nil
+	return b.String()
 }
 
 // lookupQuery builds a SELECT of the key columns followed by the columns cols of s for n keys:

@@ -156,6 +156,23 @@ func (w *workloadPipeline) setChunkRows(n int) {
 	}
 }
 
+// setParallelism rewrites the pipeline's config with source.snapshot_parallelism n (before any
+// worker or starter reads it).
+func (w *workloadPipeline) setParallelism(n int) {
+	w.t.Helper()
+	b, err := os.ReadFile(w.config)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "snapshot_chunk_rows: ", "snapshot_parallelism: "+strconv.Itoa(n)+"\n  snapshot_chunk_rows: ", 1)
+	if err := os.WriteFile(w.config, []byte(text), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	if w.cfg, err = w.loadConfig(); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 // tableName is the batch.TableName of a workload table.
 func (w *workloadPipeline) tableName(tb *workload.Table) batch.TableName {
 	return batch.TableName{Schema: "public", Name: tb.Name}
@@ -284,6 +301,7 @@ func TestHeavyWritesDuringBackfill(t *testing.T) {
 			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, heavyChunkRows), map[string]int{
 				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200),
 				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
+			w.setParallelism(3) // integer-keyed tables are copied in key ranges, three at once
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- w.gen.Run(ctx, workload.RunOptions{MaxRowsPerOp: workloadSize(sinkName, 20)}) }()

@@ -38,6 +38,7 @@ const (
 func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.SnapshotInfo) error {
 	cancelOnPause := workflow.GetVersion(ctx, "backfill-pause-cancels-slice", workflow.DefaultVersion, 1) != workflow.DefaultVersion
 	var after []string
+	var ranges []backfill.RangeCursor
 	slice := backfillSliceFirst
 	for n := 0; ; n++ {
 		if err := workflow.Await(ctx, func() bool { return !t.paused }); err != nil {
@@ -52,8 +53,9 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 		})
 		actx, cancel := workflow.WithCancel(actx)
 		in := activities.CopySnapshotInput{
-			Table: t.in.TableConfig, Snapshot: info, After: after,
-			ChunkRows: t.opts.SnapshotChunkRows, ApplyBytes: t.opts.SnapshotApplyBytes, RunFor: slice,
+			Table: t.in.TableConfig, Snapshot: info, After: after, Ranges: ranges,
+			ChunkRows: t.opts.SnapshotChunkRows, ChunkBytes: t.opts.SnapshotChunkBytes, Parallelism: t.opts.SnapshotParallelism,
+			ApplyBytes: t.opts.SnapshotApplyBytes, RunFor: slice,
 		}
 		fut := workflow.ExecuteActivity(actx, snapshotActs.CopySnapshot, in)
 		cancelled := false
@@ -85,6 +87,9 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 		t.showDetails(ctx)
 		if len(res.Last) > 0 {
 			after = res.Last
+		}
+		if len(res.Ranges) > 0 {
+			ranges = res.Ranges // a parallel copy's ranges and their cursors (input only: no new command)
 		}
 		if res.Done {
 			return nil

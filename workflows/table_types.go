@@ -16,6 +16,10 @@ type TableOptions struct {
 	MaxHistoryEvents int `json:"max_history_events,omitempty"`
 	// SnapshotChunkRows is the rows per CopyChunk of a backfill (default 50000).
 	SnapshotChunkRows int `json:"snapshot_chunk_rows,omitempty"`
+	// SnapshotChunkBytes sizes a backfill's chunks by bytes too (0: by rows only).
+	SnapshotChunkBytes int64 `json:"snapshot_chunk_bytes,omitempty"`
+	// SnapshotParallelism is how many key ranges a backfill reads at once (0 or 1: one).
+	SnapshotParallelism int `json:"snapshot_parallelism,omitempty"`
 	// SnapshotApplyBytes groups a backfill's chunks into sink writes of up to this many bytes
 	// (0: the activity's default, 64 MiB; the starter sets an eighth of batch.max_bytes).
 	SnapshotApplyBytes int64 `json:"snapshot_apply_bytes,omitempty"`

@@ -34,6 +34,7 @@ import (
 
 type options struct {
 	rows, bulk, smallTx, chunkRows, rate int
+	parallelism                          int
 	memoryRows, memoryTx                 int
 	sinks, memorySinks                   []string
 	skipSluice, skipStream, skipLatency  bool
@@ -50,6 +51,7 @@ func main() {
 	flag.IntVar(&o.bulk, "bulk", 0, "rows of the bulk UPDATE transaction, at most --rows (0: rows/4)")
 	flag.IntVar(&o.smallTx, "small-tx", 0, "single-row transactions of the stream workload (0: rows/5)")
 	flag.IntVar(&o.chunkRows, "chunk-rows", 100_000, "source.snapshot_chunk_rows of the benchmark pipelines")
+	flag.IntVar(&o.parallelism, "parallelism", 0, "source.snapshot_parallelism of the benchmark pipelines (0: the key is left out, the worker's default)")
 	flag.IntVar(&o.rate, "rate", bench.GoalLatencyRate, "rows/s of the latency run")
 	flag.DurationVar(&o.latencyFor, "latency-for", 20*time.Second, "how long the latency run inserts")
 	flag.DurationVar(&o.maxWait, "max-wait", time.Second, "batch.max_wait of the benchmark pipelines (the flush interval)")
@@ -209,7 +211,7 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 			}
 			p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
 				SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
-				SnapshotChunkRows: o.chunkRows, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
+				SnapshotChunkRows: o.chunkRows, SnapshotParallelism: o.parallelism, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,10 @@ type PipelineSpec struct {
 	OrdersTarget      string
 	LatencyTarget     string
 	SnapshotChunkRows int
-	MaxWait           time.Duration
+	// SnapshotParallelism, when positive, sets source.snapshot_parallelism (absent otherwise,
+	// so that builds older than the key load the config).
+	SnapshotParallelism int
+	MaxWait             time.Duration
 	// ProfileDir, when set, gets a CPU and a memory profile of each worker process.
 	ProfileDir string
 }
@@ -59,7 +62,7 @@ func NewPipeline(spec PipelineSpec, bins localrun.Binaries, tc client.Client) (*
 	yaml := fmt.Sprintf(`pipeline: %s
 source:
   dsn: %s
-  snapshot_chunk_rows: %d
+  snapshot_chunk_rows: %d%s
 temporal:
   address: %s
   task_queue: sluice-%s
@@ -76,7 +79,7 @@ tables:
     target: %s
   - source: %s
     target: %s
-`, spec.Name, spec.SourceDSN, spec.SnapshotChunkRows, spec.TemporalAddr, spec.Name,
+`, spec.Name, spec.SourceDSN, spec.SnapshotChunkRows, parallelismYAML(spec.SnapshotParallelism), spec.TemporalAddr, spec.Name,
 		filepath.Join(spec.Dir, "staging"), spec.MaxWait, spec.SinkYAML,
 		OrdersTable, spec.OrdersTarget, LatencyTable, spec.LatencyTarget)
 	path := filepath.Join(spec.Dir, "pipeline.yaml")
@@ -208,4 +211,12 @@ func Marker(ctx context.Context, conn *pgx.Conn) (uint64, error) {
 		return 0, err
 	}
 	return uint64(lsn), tx.Commit(ctx)
+}
+
+// parallelismYAML is the source.snapshot_parallelism line of a config ("" for n <= 0).
+func parallelismYAML(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n  snapshot_parallelism: %d", n)
 }
