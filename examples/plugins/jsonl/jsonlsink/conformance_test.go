@@ -25,7 +25,9 @@ func TestConformance(t *testing.T) {
 			return positionstore.Wrap(s, false, openStore(t, dsn))
 		},
 		Target: func(t *testing.T) string { return testenv.RandomName("t_") },
-		Read:   func(t *testing.T, _ sinks.Sink, spec sinks.TableSpec, _ []int64) map[int64]sinktest.Row { return readRows(t, root, spec) },
+		Read: func(t *testing.T, _ sinks.Sink, spec sinks.TableSpec, _ []int64) map[int64]sinktest.Row {
+			return readRows(t, root, spec)
+		},
 		// A stale attempt and its retry take turns on the store's row lock, so none can be
 		// overtaken between its guard and its write; positionstore's tests cover the turns.
 	})
@@ -79,4 +81,3 @@ func readRows(t *testing.T, root string, spec sinks.TableSpec) map[int64]sinktes
 	}
 	return out
 }
-
