@@ -6,8 +6,8 @@ package wire
 
 import (
 	"github.com/sluicecdc/sluice/batch"
-	pluginv1 "github.com/sluicecdc/sluice/sinks/plugin/proto/sluice/plugin/v1"
 	"github.com/sluicecdc/sluice/sinks"
+	pluginv1 "github.com/sluicecdc/sluice/sinks/plugin/proto/sluice/plugin/v1"
 )
 
 // ProtocolVersion is the protocol version both ends of this build speak.
