@@ -57,6 +57,7 @@ func (c *Config) Redacted() *Config {
 	}
 	if pl := c.Sink.Plugin; pl != nil {
 		cp := *pl
+		cp.Token = redactSecret(pl.Token)
 		r.Sink.Plugin = &cp
 	}
 	r.Staging.URL = redactDSN(c.Staging.URL)
