@@ -257,6 +257,27 @@ type Plugin struct {
 	TokenFile string `json:"token_file,omitempty"` // file holding Token
 	// TLS secures the connection; off unless a key of it is set.
 	TLS PluginTLS `json:"tls"`
+	// PositionStore is where the workers keep the committed positions of a plugin without a
+	// position of its own (sinks/plugin/positionstore).
+	PositionStore PluginPositionStore `json:"position_store"`
+}
+
+// PluginPositionStore is the Postgres database and schema of a plugin's position store.
+type PluginPositionStore struct {
+	// DSN is the database holding the store; empty: the source database (source.dsn). Secret:
+	// set it with dsn_file or SLUICE_SINK_PLUGIN_POSITION_STORE_DSN.
+	DSN     string `json:"dsn,omitempty"`
+	DSNFile string `json:"dsn_file,omitempty"` // file holding DSN
+	Schema  string `json:"schema,omitempty"`   // schema of the store's table (default "sluice")
+}
+
+// PositionStoreDSN is the database of the plugin's position store: sink.plugin.position_store.dsn,
+// else the source database.
+func (c *Config) PositionStoreDSN() string {
+	if pl := c.Sink.Plugin; pl != nil && pl.PositionStore.DSN != "" {
+		return pl.PositionStore.DSN
+	}
+	return c.Source.DSN
 }
 
 // PluginTLS is the TLS of the connection to a plugin. Setting any key turns TLS on; the

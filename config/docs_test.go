@@ -137,6 +137,8 @@ func docSamples() map[string]any {
 		"sink.plugin.tls.cert_file":                       "/etc/sluice/plugin-client.pem",
 		"sink.plugin.tls.key_file":                        "/etc/sluice/plugin-client-key.pem",
 		"sink.plugin.tls.server_name":                     "plugin.internal",
+		"sink.plugin.position_store.dsn":                  "postgres://sluice@state.internal:5432/sluice",
+		"sink.plugin.position_store.schema":               "sluice_positions",
 		"tables[].source":                                 "shop.orders",
 		"tables[].target":                                 "raw.orders",
 		"tables[].metadata[].from":                        "commit_ts",

@@ -151,7 +151,7 @@ func secretValue(key, secret string) string {
 	switch key {
 	case "source.dsn_file":
 		return "postgres://u:" + secret + "@h/db"
-	case "sink.iceberg.catalog.uri_file":
+	case "sink.iceberg.catalog.uri_file", "sink.plugin.position_store.dsn_file":
 		return "postgres://u:" + secret + "@h/catalog"
 	case "sink.iceberg.catalog.credential_file":
 		return "client:" + secret

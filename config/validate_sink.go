@@ -69,6 +69,14 @@ func (v *validator) plugin(pl *Plugin) {
 	if !pl.TLS.Enabled && v.present[p+"tls.enabled"] && pl.TLS.On() {
 		v.ps.add(p+"tls.enabled", "is false, but other TLS keys are set, which need TLS; remove enabled: false")
 	}
+	if dsn := pl.PositionStore.DSN; dsn != "" {
+		if err := checkDSN(dsn); err != nil {
+			v.ps.add(p+"position_store.dsn", "%v", err)
+		}
+	}
+	if sc := pl.PositionStore.Schema; !identRe.MatchString(sc) || len(sc) > maxPGName {
+		v.ps.add(p+"position_store.schema", "%q is not allowed; use letters, digits and _ (not starting with a digit), at most 63 characters", sc)
+	}
 }
 
 func (v *validator) iceberg(ice *Iceberg) {

@@ -44,7 +44,14 @@ type Options struct {
 	// LockTimeout bounds the wait of a commit whose table's position another attempt holds
 	// (DefaultLockTimeout when zero); the commit then fails as transient and is retried.
 	LockTimeout time.Duration
+	// Existing opens only a store whose table exists, creating nothing: Open returns ErrNoStore
+	// when it is missing. For a plugin with its own position, which needs a store only when one
+	// was kept before it gained the capability.
+	Existing bool
 }
+
+// ErrNoStore is returned by Open with Options.Existing when the store's table does not exist.
+var ErrNoStore = errors.New("the position store's table does not exist")
 
 // Store is the out-of-sink position store of one pipeline. It is safe for concurrent use.
 type Store struct {
@@ -87,23 +94,26 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("position store: connecting: %w", err)
 	}
 	s := &Store{pool: pool, table: pgx.Identifier{o.Schema, TableName}.Sanitize(), pipeline: o.Pipeline, lockTimeout: o.LockTimeout}
-	if err := s.create(ctx, o.Schema); err != nil {
+	if err := s.create(ctx, o.Schema, o.Existing); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// create creates the schema and table when missing, under an advisory lock. It creates nothing
-// when the table exists, so a user without CREATE on the database can use a store an
+// create creates the schema and table when missing (unless existing: then a missing table is
+// ErrNoStore), under an advisory lock. It creates nothing when the table exists, so a user without CREATE on the database can use a store an
 // administrator created.
-func (s *Store) create(ctx context.Context, schema string) error {
+func (s *Store) create(ctx context.Context, schema string, existing bool) error {
 	var exists bool
 	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.table).Scan(&exists); err != nil {
 		return fmt.Errorf("position store: looking for table %s: %w", s.table, err)
 	}
 	if exists {
 		return nil
+	}
+	if existing {
+		return fmt.Errorf("position store: table %s: %w", s.table, ErrNoStore)
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(ddlLockKey)); err != nil {
