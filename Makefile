@@ -5,6 +5,7 @@
 #   make test   every test, against real services started by cmd/devstack
 #   make stop   stop the services devstack started
 #   make bench  throughput against Postgres' own limits, written to docs/benchmarks.md
+#   make proto  regenerate the plugin protocol's Go code (sinks/plugin/proto) from its .proto
 SHELL := /bin/bash
 GO ?= go
 export SLUICE_CACHE ?= $(HOME)/.cache/sluice
@@ -24,7 +25,7 @@ VERSION_PKG := github.com/sluicecdc/sluice/internal/version
 LDFLAGS := -X $(VERSION_PKG).commit=$(shell git rev-parse HEAD 2>/dev/null) \
 	-X $(VERSION_PKG).tag=$(shell git describe --tags --always --dirty 2>/dev/null)
 
-.PHONY: build tools services test vet workflowcheck demo stop status bench
+.PHONY: build tools services test vet workflowcheck demo stop status bench proto
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BINDIR)/sluice-worker ./worker
@@ -57,6 +58,9 @@ stop:
 
 bench: tools
 	@$(GO) run ./cmd/bench
+
+proto:
+	@scripts/gen-proto.sh
 
 status:
 	@$(GO) run ./cmd/devstack status

@@ -254,9 +254,51 @@ type Couchbase struct {
 	Timeout     Duration `json:"timeout,omitempty"`     // bounds each KV operation and connecting (default 30s)
 }
 
-// Plugin is an external sink process.
+// Plugin is an external sink process reached over gRPC (the protocol of sinks/plugin).
 type Plugin struct {
 	Address string `json:"address"` // host:port of the plugin's gRPC server
+	// Token is the bearer token sent with every call; it needs TLS. Secret: set it with
+	// token_file or SLUICE_SINK_PLUGIN_TOKEN.
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"token_file,omitempty"` // file holding Token
+	// TLS secures the connection; off unless a key of it is set.
+	TLS PluginTLS `json:"tls"`
+	// PositionStore is where the workers keep the committed positions of a plugin without a
+	// position of its own (sinks/plugin/positionstore).
+	PositionStore PluginPositionStore `json:"position_store"`
+}
+
+// PluginPositionStore is the Postgres database and schema of a plugin's position store.
+type PluginPositionStore struct {
+	// DSN is the database holding the store; empty: the source database (source.dsn). Secret:
+	// set it with dsn_file or SLUICE_SINK_PLUGIN_POSITION_STORE_DSN.
+	DSN     string `json:"dsn,omitempty"`
+	DSNFile string `json:"dsn_file,omitempty"` // file holding DSN
+	Schema  string `json:"schema,omitempty"`   // schema of the store's table (default "sluice")
+}
+
+// PositionStoreDSN is the database of the plugin's position store: sink.plugin.position_store.dsn,
+// else the source database.
+func (c *Config) PositionStoreDSN() string {
+	if pl := c.Sink.Plugin; pl != nil && pl.PositionStore.DSN != "" {
+		return pl.PositionStore.DSN
+	}
+	return c.Source.DSN
+}
+
+// PluginTLS is the TLS of the connection to a plugin. Setting any key turns TLS on; the
+// plugin's certificate is always verified (against CAFile, else the system's roots).
+type PluginTLS struct {
+	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
+	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the plugin's certificate
+	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
+	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
+	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
+}
+
+// On reports whether the connection uses TLS: enabled, or any other key set.
+func (t PluginTLS) On() bool {
+	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != ""
 }
 
 // Table is one replicated table.

@@ -27,6 +27,7 @@ const (
 	DefaultCouchbaseDurability         = DurabilityMajority
 	DefaultCouchbaseConcurrency        = 32
 	DefaultCouchbaseTimeout            = Duration(30 * 1e9) // 30s
+	DefaultPositionStoreSchema         = "sluice"
 )
 
 // ApplyDefaults sets every unset (zero) setting that has a default. Settings that depend on
@@ -54,6 +55,9 @@ func (c *Config) ApplyDefaults() {
 	}
 	if cb := c.Sink.Couchbase; cb != nil {
 		cb.applyDefaults()
+	}
+	if pl := c.Sink.Plugin; pl != nil {
+		setDefault(&pl.PositionStore.Schema, DefaultPositionStoreSchema)
 	}
 	for i := range c.Tables {
 		if len(c.Tables[i].Metadata) == 0 {

@@ -244,6 +244,10 @@ func problemCases() []problemCase {
 
 		// plugin
 		{"plugin address", []edit{sinkOf("plugin", map[string]any{"address": ""})}, []want{{"sink.plugin.address", "missing; set host:port"}}},
+		{"plugin token without tls", []edit{sinkOf("plugin", map[string]any{"address": "h:1", "token": "t"})}, []want{{"sink.plugin.token", "no TLS, so the token would travel in clear text"}}},
+		{"plugin position store schema", []edit{sinkOf("plugin", map[string]any{"address": "h:1", "position_store": map[string]any{"schema": "a-b"}})}, []want{{"sink.plugin.position_store.schema", `"a-b" is not allowed`}}},
+		{"plugin position store dsn", []edit{sinkOf("plugin", map[string]any{"address": "h:1", "position_store": map[string]any{"dsn": "mysql://x"}})}, []want{{"sink.plugin.position_store.dsn", "unknown URL scheme"}}},
+		{"plugin client cert without key", []edit{sinkOf("plugin", map[string]any{"address": "h:1", "tls": map[string]any{"cert_file": "/c.pem"}})}, []want{{"sink.plugin.tls", "cert_file and key_file go together"}}},
 
 		// tables
 		{"no tables", []edit{set("tables", []any{})}, []want{{"tables", "no tables; list at least one"}}},

@@ -57,6 +57,8 @@ func (c *Config) Redacted() *Config {
 	}
 	if pl := c.Sink.Plugin; pl != nil {
 		cp := *pl
+		cp.Token = redactSecret(pl.Token)
+		cp.PositionStore.DSN = redactDSN(pl.PositionStore.DSN)
 		r.Sink.Plugin = &cp
 	}
 	r.Staging.URL = redactDSN(c.Staging.URL)

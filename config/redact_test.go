@@ -63,6 +63,9 @@ func secretConfigs() map[string]*Config {
 		"couchbase": base(Sink{Type: SinkCouchbase, Couchbase: &Couchbase{
 			ConnStr: "couchbase://cb", Username: "u", Password: "s3cret-cb", Bucket: "b",
 		}}),
+		"plugin": base(Sink{Type: SinkPlugin, Plugin: &Plugin{
+			Address: "plugin:50051", Token: "s3cret-plugin", TLS: PluginTLS{CAFile: "/ca.pem"},
+		}}),
 	}
 }
 

@@ -106,7 +106,7 @@ func secretFileBase(key string) map[string]any {
 	setPath(tree, "tables[].source", "public.t")
 	setPath(tree, "tables[].target", "raw.t")
 	sink := SinkIceberg
-	for _, s := range []string{SinkClickHouse, SinkCouchbase} {
+	for _, s := range []string{SinkClickHouse, SinkCouchbase, SinkPlugin} {
 		if strings.HasPrefix(key, "sink."+s+".") {
 			sink = s
 		}
@@ -139,6 +139,9 @@ func secretFileBase(key string) map[string]any {
 		setPath(tree, "sink.couchbase.connstr", "couchbase://cb")
 		setPath(tree, "sink.couchbase.username", "u")
 		setPath(tree, "sink.couchbase.bucket", "b")
+	case SinkPlugin:
+		setPath(tree, "sink.plugin.address", "plugin:50051")
+		setPath(tree, "sink.plugin.tls.ca_file", "/etc/sluice/plugin-ca.pem")
 	}
 	return tree
 }
@@ -148,7 +151,7 @@ func secretValue(key, secret string) string {
 	switch key {
 	case "source.dsn_file":
 		return "postgres://u:" + secret + "@h/db"
-	case "sink.iceberg.catalog.uri_file":
+	case "sink.iceberg.catalog.uri_file", "sink.plugin.position_store.dsn_file":
 		return "postgres://u:" + secret + "@h/catalog"
 	case "sink.iceberg.catalog.credential_file":
 		return "client:" + secret

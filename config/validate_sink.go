@@ -53,7 +53,29 @@ func (v *validator) sink(s *Sink) {
 	case s.Type == SinkCouchbase && s.Couchbase != nil:
 		v.couchbase(s.Couchbase)
 	case s.Type == SinkPlugin && s.Plugin != nil:
-		v.hostPort("sink.plugin.address", s.Plugin.Address)
+		v.plugin(s.Plugin)
+	}
+}
+
+func (v *validator) plugin(pl *Plugin) {
+	const p = "sink.plugin."
+	v.hostPort(p+"address", pl.Address)
+	if pl.Token != "" && !pl.TLS.On() {
+		v.ps.add(p+"token", "set, but the connection has no TLS, so the token would travel in clear text; set sink.plugin.tls (ca_file, or enabled: true)")
+	}
+	if (pl.TLS.CertFile == "") != (pl.TLS.KeyFile == "") {
+		v.ps.add(p+"tls", "cert_file and key_file go together; set both for a client certificate, or neither")
+	}
+	if !pl.TLS.Enabled && v.present[p+"tls.enabled"] && pl.TLS.On() {
+		v.ps.add(p+"tls.enabled", "is false, but other TLS keys are set, which need TLS; remove enabled: false")
+	}
+	if dsn := pl.PositionStore.DSN; dsn != "" {
+		if err := checkDSN(dsn); err != nil {
+			v.ps.add(p+"position_store.dsn", "%v", err)
+		}
+	}
+	if sc := pl.PositionStore.Schema; !identRe.MatchString(sc) || len(sc) > maxPGName {
+		v.ps.add(p+"position_store.schema", "%q is not allowed; use letters, digits and _ (not starting with a digit), at most 63 characters", sc)
 	}
 }
 

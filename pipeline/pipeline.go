@@ -17,6 +17,7 @@ import (
 	"github.com/sluicecdc/sluice/sinks/clickhouse"
 	"github.com/sluicecdc/sluice/sinks/couchbase"
 	"github.com/sluicecdc/sluice/sinks/iceberg"
+	"github.com/sluicecdc/sluice/sinks/plugin"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/workflows"
 )
@@ -201,7 +202,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (sinks.Sink
 			return nil, fmt.Errorf("opening the couchbase sink: %w", err)
 		}
 		return s, nil
+	case cfg.Sink.Type == config.SinkPlugin && cfg.Sink.Plugin != nil:
+		c, err := plugin.Open(ctx, *cfg.Sink.Plugin)
+		if err != nil {
+			return nil, fmt.Errorf("opening the plugin sink: %w", err)
+		}
+		return wrapPluginPosition(ctx, cfg, c, log)
 	}
-	return nil, fmt.Errorf("sink.type %q: this build has no %s sink (plugin sinks are designed, not built); use iceberg, clickhouse or couchbase",
+	return nil, fmt.Errorf("sink.type %q: this build has no %s sink; use iceberg, clickhouse, couchbase or plugin",
 		cfg.Sink.Type, cfg.Sink.Type)
 }
