@@ -53,7 +53,7 @@ func (s *scripted) Apply(_ context.Context, b sinks.Batch) error {
 }
 
 func (s *scripted) DiscardSnapshot(context.Context, sinks.TableSpec) error { return nil }
-func (s *scripted) Close(context.Context) error                          { return nil }
+func (s *scripted) Close(context.Context) error                            { return nil }
 
 // serve serves s in this process until the test ends and returns its address.
 func serve(t *testing.T, s sinks.Sink, opts sdk.ServeOptions) string {
