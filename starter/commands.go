@@ -24,7 +24,7 @@ import (
 func checkCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
-		Short: "Preflight the source (wal_level, privileges, tables, keys, replica identity, column types) and Temporal's search attributes",
+		Short: "Preflight the source (wal_level, privileges, tables, keys, replica identity, column types), Temporal's search attributes and a plugin sink's handshake",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(a.configPath)
@@ -43,6 +43,7 @@ func checkCmd(a *app) *cobra.Command {
 			}
 			problems = append(problems, capacity.BackfillProblems(cfg.Source.MaxParallelBackfills)...)
 			problems = append(problems, checkSearchAttributes(cmd.Context(), a, cmd.OutOrStdout())...)
+			problems = append(problems, checkPlugin(cmd.Context(), cfg, cmd.OutOrStdout())...)
 			slot, err := source.ReadSlotState(cmd.Context(), sc.DSN, sc.Slot)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)

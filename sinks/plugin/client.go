@@ -109,7 +109,8 @@ func (c *Client) Handshake() Handshake { return c.hs }
 // OwnPosition reports whether the plugin keeps the committed position itself (capability
 // own_position). When false, Position always answers "no position" without asking the plugin,
 // and the committed position must come from the out-of-sink position store wrapped around the
-// Client.
+// Client. It is the capability reported at Open: a plugin restarted with another capability is
+// seen by the next Open (a worker restart).
 func (c *Client) OwnPosition() bool { return c.hs.OwnPosition }
 
 // EnsureTable asks the plugin to create or evolve spec's target.
