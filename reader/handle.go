@@ -139,9 +139,12 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 		return err
 	}
 	r.log.Warn("table schema changed", "table", e.Table.String(), "pos", e.Pos.String(),
-		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped)
+		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped, "renamed", e.RenamedColumns)
 	if err := t.setSchema(e.New); err != nil {
 		return err
+	}
+	if what := unfollowable(e); what != "" {
+		return r.stopForSchema(ctx, t, e, what)
 	}
 	// A column added with a default holds it in every existing row, but Postgres writes none of
 	// those rows to the WAL: following the stream alone would leave NULL there in the sink for

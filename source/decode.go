@@ -24,12 +24,16 @@ type relation struct {
 	identity uint8 // replica identity: d, n, f or i
 	keys     []int // positions of the key columns in schema.Columns
 	raw      []pglogrepl.RelationMessageColumn
+	attnums  map[string]int16 // the columns' attnums when described (nil: not read), to tell a rename
 }
 
 // decoder turns pgoutput messages (protocol version 1) into events. It keeps the relation cache
 // and the position within the open transaction. It is not safe for concurrent use.
 type decoder struct {
 	resolve columnResolver
+	// attrs reads a relation's pg_attribute rows (nil: not read; every same-place, same-type
+	// pair of a dropped and an added column is then taken as a rename).
+	attrs   func(ctx context.Context, rel uint32) ([]catalogAttr, error)
 	known   map[batch.TableName]batch.Schema
 	oids    map[uint32]batch.TableName // relation OIDs of known tables, to recognize a renamed one
 	only    bool                       // drop changes of tables not in known (set for a FOR ALL TABLES publication)
@@ -317,13 +321,27 @@ func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, ol
 	if err != nil {
 		return err
 	}
+	var attrs []catalogAttr
+	if d.attrs != nil {
+		if attrs, err = d.attrs(ctx, m.RelationID); err != nil {
+			return fmt.Errorf("table %s: %w", name, err)
+		}
+	}
+	var was map[string]int16
+	if prev := d.rels[m.RelationID]; prev != nil {
+		was = prev.attnums
+	}
+	ev.RenamedColumns = renames(ev, was, attrs)
 	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: ev.New.KeyIndexes()}
+	if d.attrs != nil {
+		r.attnums = attnums(attrs)
+	}
 	for _, c := range m.Columns {
 		r.raw = append(r.raw, *c)
 	}
 	d.rels[m.RelationID] = r
 	delete(d.ignored, m.RelationID)
-	if old != nil && !ev.Renamed && len(ev.Added)+len(ev.Dropped)+len(ev.Retyped) == 0 {
+	if old != nil && !ev.Renamed && len(ev.Added)+len(ev.Dropped)+len(ev.Retyped)+len(ev.RenamedColumns) == 0 {
 		return nil
 	}
 	if !d.inTxn {
