@@ -111,7 +111,8 @@ func (s *Sink) tableProps() iceberg.Properties {
 }
 
 // EnsureTable creates the target table (and its namespace) when missing and adds new columns to
-// an existing one. Changed types, dropped columns and a changed key are poison. Idempotent.
+// an existing one; a column dropped from it by hand comes back only when it holds no rows
+// (keepDropped). Changed types and a changed key are poison. Idempotent.
 func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	ident, err := identifier(spec.Target)
 	if err != nil {
@@ -173,6 +174,9 @@ func (s *Sink) createTable(ctx context.Context, ident table.Identifier, l layout
 // differences are poison.
 func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l layout) (*table.Table, error) {
 	add, err := l.schemaDiff(target, tbl.Schema())
+	if err == nil {
+		add, err = s.keepDropped(ctx, tbl, l, target, add)
+	}
 	if err != nil || len(add) == 0 {
 		return tbl, err
 	}
