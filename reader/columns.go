@@ -41,10 +41,25 @@ func unfollowable(e *source.SchemaEvent) string {
 // workflow fails with ErrTypeSchemaChanged; the reader goes on for the other tables, and this
 // table's later batches stay staged (holding the slot) until the operator resyncs it.
 func (r *run) stopForSchema(ctx context.Context, t *table, e *source.SchemaEvent, what string) error {
-	msg := fmt.Sprintf("table %s: %s at %s; Postgres changed the existing rows without writing them to the WAL, so the "+
+	return r.stopTable(ctx, t, e, what, fmt.Sprintf("table %s: %s at %s; Postgres changed the existing rows without writing them to the WAL, so the "+
 		"sink cannot follow from the stream (it would keep the old values and leave the new ones NULL): the table is "+
 		"stopped. Resync it from a new snapshot: sluice resync --table %s (the sink keeps the old column, NULL in every "+
-		"row after the resync; drop it there if unwanted)", e.Table, what, e.Pos, e.Table)
+		"row after the resync; drop it there if unwanted)", e.Table, what, e.Pos, e.Table))
+}
+
+// stopForIdentity stops table t when its replica identity no longer carries its key (e.Identity):
+// a DELETE would arrive without the key it removes.
+func (r *run) stopForIdentity(ctx context.Context, t *table, e *source.SchemaEvent) error {
+	what := "the table's " + e.Identity
+	return r.stopTable(ctx, t, e, what, fmt.Sprintf("table %s: %s at %s: a DELETE (or a change of the key) would "+
+		"arrive without the key it removes, so the sink could not apply it: the table is stopped. Set the replica "+
+		"identity back (ALTER TABLE %s REPLICA IDENTITY DEFAULT, or FULL), then resume the table: sluice resume "+
+		"--table %s (a DELETE made meanwhile stops the reader by name; then resync: sluice resync --table %s)",
+		e.Table, what, e.Pos, e.Table, e.Table, e.Table))
+}
+
+// stopTable stops table t with message msg after schema event e (what: the change, for the log).
+func (r *run) stopTable(ctx context.Context, t *table, e *source.SchemaEvent, what, msg string) error {
 	r.log.Error("schema change the stream cannot carry: stopping the table", "table", e.Table.String(), "pos", e.Pos.String(), "change", what)
 	stopper, ok := r.deps.Tables.(TableStopper)
 	if !ok {

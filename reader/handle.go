@@ -143,6 +143,9 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 	if err := t.setSchema(e.New); err != nil {
 		return err
 	}
+	if e.Identity != "" {
+		return r.stopForIdentity(ctx, t, e)
+	}
 	if what := unfollowable(e); what != "" {
 		return r.stopForSchema(ctx, t, e, what)
 	}

@@ -276,8 +276,16 @@ func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, em
 	name := batch.TableName{Schema: m.Namespace, Name: m.RelationName}
 	prev := d.rels[m.RelationID]
 	if prev != nil && prev.schema.Table == name && sameRaw(prev.raw, m.Columns) {
+		lost := identityLost(m, prev.schema, prev.identity)
 		prev.identity = m.ReplicaIdentity
-		return nil
+		if lost == "" {
+			return nil
+		}
+		if !d.inTxn {
+			return fmt.Errorf("decoding pgoutput: RELATION %s outside a transaction", name)
+		}
+		old := prev.schema
+		return emit(&SchemaEvent{Table: name, Pos: d.next(), Old: &old, New: prev.schema, Identity: lost})
 	}
 	var old *batch.Schema
 	if prev != nil {
@@ -328,9 +336,11 @@ func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, ol
 		}
 	}
 	var was map[string]int16
+	var wasIdentity uint8
 	if prev := d.rels[m.RelationID]; prev != nil {
-		was = prev.attnums
+		was, wasIdentity = prev.attnums, prev.identity
 	}
+	ev.Identity = identityLost(m, ev.New, wasIdentity)
 	ev.RenamedColumns = renames(ev, was, attrs)
 	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: ev.New.KeyIndexes()}
 	if d.attrs != nil {
@@ -341,7 +351,7 @@ func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, ol
 	}
 	d.rels[m.RelationID] = r
 	delete(d.ignored, m.RelationID)
-	if old != nil && !ev.Renamed && len(ev.Added)+len(ev.Dropped)+len(ev.Retyped)+len(ev.RenamedColumns) == 0 {
+	if old != nil && !ev.Renamed && len(ev.Added)+len(ev.Dropped)+len(ev.Retyped)+len(ev.RenamedColumns) == 0 && ev.Identity == "" {
 		return nil
 	}
 	if !d.inTxn {
@@ -392,6 +402,36 @@ func (d *decoder) diff(ctx context.Context, m *pglogrepl.RelationMessage, name b
 		}
 	}
 	return ev, nil
+}
+
+// identityLost describes how the replica identity of relation message m leaves out a key column
+// of schema ("" when it does not): an identity of some columns (DEFAULT on a primary key, or
+// USING INDEX) none of which is the key, so a DELETE would carry columns Sluice cannot delete
+// by. It is judged whenever the identity differs from was (0 at a run's first RELATION, so a
+// change made while the pipeline was stopped is seen too). NOTHING, or DEFAULT without a primary
+// key, flags no column: Postgres then refuses UPDATE and DELETE on the table while the
+// publication publishes them, so nothing can diverge; FULL carries every column.
+func identityLost(m *pglogrepl.RelationMessage, schema batch.Schema, was uint8) string {
+	if m.ReplicaIdentity == was || (m.ReplicaIdentity != 'd' && m.ReplicaIdentity != 'i') {
+		return ""
+	}
+	if !slices.ContainsFunc(m.Columns, func(mc *pglogrepl.RelationMessageColumn) bool { return mc.Flags&1 != 0 }) {
+		return ""
+	}
+	kind := "DEFAULT"
+	if m.ReplicaIdentity == 'i' {
+		kind = "USING INDEX"
+	}
+	for _, c := range schema.Columns {
+		if !c.Key {
+			continue
+		}
+		i := slices.IndexFunc(m.Columns, func(mc *pglogrepl.RelationMessageColumn) bool { return mc.Name == c.Name })
+		if i < 0 || m.Columns[i].Flags&1 == 0 {
+			return fmt.Sprintf("replica identity %s, which does not carry key column %s", kind, c.Name)
+		}
+	}
+	return ""
 }
 
 // sameRaw reports whether a RELATION message describes the same columns as before.

@@ -52,6 +52,9 @@ type SchemaEvent struct {
 	// Renamed is set when the table itself was renamed or moved to another schema: Old.Table
 	// holds the old name.
 	Renamed bool
+	// Identity is set when the table's replica identity no longer carries its key (identityLost):
+	// what it is now. Deletes (and key changes) would arrive without the key they remove.
+	Identity string
 }
 
 // CommitEvent ends a transaction. After the handler returns nil for it, the reader's own
