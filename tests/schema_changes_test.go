@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/reader"
 )
@@ -11,6 +12,8 @@ import (
 // TestSchemaChangesEverySink runs the schema-change matrix of docs/schema-changes.md on every
 // sink, one streaming pipeline of public.items per sink, the cases one after the other:
 //
+//   - Type widening while streaming (int → bigint, numeric(10,2) → numeric(14,2)): applied,
+//     the sink's columns widened in place; the sink equals the source over every column.
 //   - DROP COLUMN while streaming: applied; the sink equals the source key by key over the
 //     columns left (the sink keeps the dropped column, NULL for rows written since).
 //   - RENAME COLUMN while streaming: the table stops with SchemaChanged naming the rename and the
@@ -40,6 +43,12 @@ func TestSchemaChangesEverySink(t *testing.T) {
 			s.p.worker("worker")
 			s.p.sluice("start")
 			s.p.waitStream(itemsTable)
+
+			// Type widening: followed, the sink's columns widened in place (every column compared,
+			// values beyond the old types' range included).
+			s.p.exec(`ALTER TABLE public.items ALTER COLUMN qty TYPE bigint, ALTER COLUMN price TYPE numeric(14,2)`,
+				`UPDATE public.items SET qty = 5000000000 + id, price = 123456789012.34 WHERE id <= 10`)
+			equalOver("after widening qty to bigint and price to numeric(14,2)", d.items)
 
 			// DROP COLUMN: followed, never a stop.
 			s.p.exec(`ALTER TABLE public.items DROP COLUMN price`,
@@ -88,5 +97,46 @@ func checkSchemaStop(t *testing.T, s *sinkTarget, change string) {
 		if !strings.Contains(appErr.Error(), want) {
 			t.Errorf("the stop does not say %q: %v", want, appErr)
 		}
+	}
+}
+
+// TestReplicaIdentityChangeStopsTheTable: a replica identity changed while streaming to an index
+// without the key (a DELETE would carry only the index's columns) is seen at the table's next
+// RELATION, before any DELETE, and stops the table with SchemaChanged naming the identity, the
+// key column and the remedy, on every sink; once the identity is set back, `sluice resume`
+// brings the sink to equal the source key by key, every column. (REPLICA IDENTITY NOTHING needs
+// no stop: Postgres refuses UPDATE and DELETE on the table while the publication publishes them.)
+func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
+	t.Parallel()
+	for _, sk := range everySink() {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			d := sk.dest(t)
+			s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 500)}}, d)
+			s.know([2]int{1, 500}, [2]int{901, 910})
+			s.p.worker("worker")
+			s.p.sluice("start")
+			s.p.waitStream(itemsTable)
+
+			s.p.exec(`CREATE UNIQUE INDEX items_name_uq ON public.items (name)`,
+				`ALTER TABLE public.items REPLICA IDENTITY USING INDEX items_name_uq`,
+				`UPDATE public.items SET qty = coalesce(qty, 0) + 1 WHERE id <= 5`)
+			checkSchemaStop(t, s, "replica identity USING INDEX, which does not carry key column id")
+			appErr := s.p.waitTableFailed(itemsTable)
+			if !strings.Contains(appErr.Error(), "REPLICA IDENTITY DEFAULT") {
+				t.Errorf("the stop does not say how to set the identity back: %v", appErr)
+			}
+
+			s.p.exec(`ALTER TABLE public.items REPLICA IDENTITY DEFAULT`)
+			resumed := time.Now().Add(-time.Second)
+			s.p.sluice("resume", "--table", "public.items")
+			s.p.started = resumed
+			s.p.waitStream(itemsTable)
+			s.p.exec(`UPDATE public.items SET name = name || '+' WHERE id BETWEEN 6 AND 10`,
+				`DELETE FROM public.items WHERE id = 11`,
+				itemsSeed(901, 910))
+			t.Logf("waiting for the sink to equal the source over %v", d.items)
+			s.p.waitEqualTo("public.items", "id", d.items, d.read(s.p, d.target("items"), d.items, s.universe()))
+		})
 	}
 }

@@ -257,6 +257,9 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	if err != nil {
 		return err
 	}
+	if err := s.widen(ctx, l, &e); err != nil {
+		return err
+	}
 	add, err := l.diff(e)
 	if err != nil {
 		return err

@@ -161,8 +161,9 @@ func isFloat(t iceberg.Type) bool {
 }
 
 // schemaDiff compares the desired layout with an existing table's schema. It returns the columns
-// to add; a column the source no longer sends stays (NULL from now on); any other difference (a
-// changed type, a different key) is poison, since applying it would lose or misplace data.
+// to add; a column the source no longer sends stays (NULL from now on); a widened type is
+// promoted (promotions); any other difference (a changed type, a different key) is poison,
+// since applying it would lose or misplace data.
 func (l layout) schemaDiff(target string, have *iceberg.Schema) ([]outCol, error) {
 	want, err := l.icebergSchema()
 	if err != nil {
@@ -179,7 +180,7 @@ func (l layout) schemaDiff(target string, have *iceberg.Schema) ([]outCol, error
 			add = append(add, c)
 			continue
 		}
-		if wt := want.Field(i).Type; wt.String() != f.Type.String() {
+		if wt := want.Field(i).Type; wt.String() != f.Type.String() && !promotable(f.Type, wt) {
 			return nil, sinks.Poisonf("table %s column %s: Iceberg table %s has type %s but the source now "+
 				"sends %s; the sink does not change column types: alter the Iceberg column yourself (or "+
 				"recreate the table and resync), then resume", l.table, c.name, target, f.Type, wt)
