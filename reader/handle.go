@@ -143,6 +143,18 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 	if err := t.setSchema(e.New); err != nil {
 		return err
 	}
+	if r.replayed(e) {
+		return nil
+	}
+	if err := r.actOnSchema(ctx, t, e); err != nil {
+		return err
+	}
+	return r.recordSchema(ctx, e)
+}
+
+// actOnSchema does what schema event e of table t asks for: a stop (the replica identity, or a
+// change the stream cannot carry), a resync (columns added with a default), or nothing more.
+func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) error {
 	if e.Identity != "" {
 		return r.stopForIdentity(ctx, t, e)
 	}

@@ -140,3 +140,53 @@ func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemaChangesWhileStopped: changes made while no worker runs are seen when the reader
+// starts again (it starts from the schema it last followed, recorded in staging, not from the
+// catalog) and handled as while streaming, on every sink:
+//
+//   - ADD COLUMN ... DEFAULT: the table resyncs, and the sink equals the source key by key over
+//     every column, the new one included (the default in every earlier row). On Couchbase a
+//     streamed target cannot be emptied by Sluice: the resync stops by name.
+//   - RENAME COLUMN: the table stops with SchemaChanged naming the rename and the remedy.
+func TestSchemaChangesWhileStopped(t *testing.T) {
+	t.Parallel()
+	for _, sk := range everySink() {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			d := sk.dest(t)
+			s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 500)}}, d)
+			s.know([2]int{1, 500})
+			w := s.p.worker("worker")
+			s.p.sluice("start")
+			s.p.waitStream(itemsTable)
+			s.p.exec(`UPDATE public.items SET qty = coalesce(qty, 0) + 1 WHERE id <= 5`)
+			s.p.waitEqualTo("public.items", "id", d.items, d.read(s.p, d.target("items"), d.items, s.universe()))
+
+			if err := w.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			s.p.exec(`ALTER TABLE public.items ADD COLUMN note text NOT NULL DEFAULT 'dflt'`,
+				`UPDATE public.items SET qty = coalesce(qty, 0) + 1 WHERE id <= 3`)
+			w = s.p.worker("worker-2")
+			if sk.name == "couchbase" {
+				appErr := s.p.waitTableFailed(itemsTable)
+				if !strings.Contains(appErr.Error(), "drop collection") {
+					t.Fatalf("the resync of a streamed Couchbase target: %v, want a stop that says to drop the collection", appErr)
+				}
+				return
+			}
+			cols := append(slices.Clone(d.items), "note")
+			t.Logf("waiting for the sink to equal the source over %v (the added column's default in every row)", cols)
+			s.p.waitEqualTo("public.items", "id", cols, d.read(s.p, d.target("items"), cols, s.universe()))
+
+			if err := w.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			s.p.exec(`ALTER TABLE public.items RENAME COLUMN qty TO quantity`,
+				`UPDATE public.items SET quantity = quantity + 1 WHERE id <= 5`)
+			s.p.worker("worker-3")
+			checkSchemaStop(t, s, "column qty was renamed to quantity")
+		})
+	}
+}
