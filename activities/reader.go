@@ -121,10 +121,12 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStream
 		ListEvery:   a.ListEvery,
 		Compression: a.Compression,
 	}, reader.Deps{
-		Store:   a.Staging,
-		Marks:   a.Staging,
-		Tables:  tables,
-		Metrics: a.Metrics,
+		Store: a.Staging,
+		Marks: a.Staging,
+		// The schema each table followed, so a change made while stopped is seen.
+		SchemaRecords: a.Staging,
+		Tables:        tables,
+		Metrics:       a.Metrics,
 		OpenFetcher: func(ctx context.Context) (reader.Fetcher, error) {
 			f, err := source.OpenFetcher(ctx, cfg)
 			if err != nil {

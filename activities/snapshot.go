@@ -313,7 +313,8 @@ func (a *Snapshot) release(ctx context.Context, match func(*backfill.Session) bo
 
 // DiscardSnapshot removes a partially applied snapshot: every row and the position of the
 // table's target. A backfill starts with it, so a copy interrupted by a lost session is never
-// trusted. It is idempotent.
+// trusted. It then ensures the emptied target (a column dropped there by hand comes back). It is
+// idempotent.
 func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
 	if err := a.Authority.CheckTable(in); err != nil {
 		return err
@@ -322,5 +323,10 @@ func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
-	return sinkError(in, "discarding the partial snapshot in", sink.DiscardSnapshot(ctx, in.Spec))
+	if err := sink.DiscardSnapshot(ctx, in.Spec); err != nil {
+		return sinkError(in, "discarding the partial snapshot in", err)
+	}
+	// The target holds no rows now: a column dropped from it outside Sluice, which EnsureTable
+	// does not add back while rows lack its values, comes back for the backfill to fill.
+	return sinkError(in, "ensuring the emptied target", sink.EnsureTable(ctx, in.Spec))
 }

@@ -139,9 +139,27 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 		return err
 	}
 	r.log.Warn("table schema changed", "table", e.Table.String(), "pos", e.Pos.String(),
-		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped)
+		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped, "renamed", e.RenamedColumns)
 	if err := t.setSchema(e.New); err != nil {
 		return err
+	}
+	if r.replayed(e) {
+		return nil
+	}
+	if err := r.actOnSchema(ctx, t, e); err != nil {
+		return err
+	}
+	return r.recordSchema(ctx, e)
+}
+
+// actOnSchema does what schema event e of table t asks for: a stop (the replica identity, or a
+// change the stream cannot carry), a resync (columns added with a default), or nothing more.
+func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) error {
+	if e.Identity != "" {
+		return r.stopForIdentity(ctx, t, e)
+	}
+	if what := unfollowable(e); what != "" {
+		return r.stopForSchema(ctx, t, e, what)
 	}
 	// A column added with a default holds it in every existing row, but Postgres writes none of
 	// those rows to the WAL: following the stream alone would leave NULL there in the sink for

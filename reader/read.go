@@ -114,6 +114,9 @@ type Deps struct {
 	// Partitions, when set, is checked at the run's start and every ListEvery for partition
 	// changes the WAL cannot show (checkPartitions).
 	Partitions PartitionWatch
+	// SchemaRecords, when set, keeps the schema the reader last followed per table
+	// (recordedSchemas); nil starts every run from the catalog's schemas.
+	SchemaRecords SchemaRecords
 }
 
 // Result reports one run.
@@ -137,10 +140,18 @@ type Result struct {
 // and acknowledged. A TRUNCATE of a table, or columns added with a default, ask that table to
 // resync. On a failure the Result says what the run did until then.
 func Read(ctx context.Context, cfg Config, deps Deps) (Result, error) {
+	var records map[batch.TableName]schemaRecord
+	if deps.SchemaRecords != nil {
+		var err error
+		if records, err = recordedSchemas(ctx, &cfg, deps.SchemaRecords); err != nil {
+			return Result{}, err
+		}
+	}
 	r, err := newRun(ctx, cfg, deps)
 	if err != nil {
 		return Result{}, err
 	}
+	r.records = records
 	defer r.close(ctx)
 	return r.run(ctx)
 }
@@ -172,6 +183,8 @@ type run struct {
 	// table was last stopped for (logged once).
 	partitionsChecked time.Time
 	stopping          map[batch.TableName]string
+	// records are the schemas recorded per table (recordedSchemas), nil without SchemaRecords.
+	records map[batch.TableName]schemaRecord
 }
 
 // table is one table's buffer, collapser and record builder.

@@ -24,12 +24,16 @@ type relation struct {
 	identity uint8 // replica identity: d, n, f or i
 	keys     []int // positions of the key columns in schema.Columns
 	raw      []pglogrepl.RelationMessageColumn
+	attnums  map[string]int16 // the columns' attnums when described (nil: not read), to tell a rename
 }
 
 // decoder turns pgoutput messages (protocol version 1) into events. It keeps the relation cache
 // and the position within the open transaction. It is not safe for concurrent use.
 type decoder struct {
 	resolve columnResolver
+	// attrs reads a relation's pg_attribute rows (nil: not read; every same-place, same-type
+	// pair of a dropped and an added column is then taken as a rename).
+	attrs   func(ctx context.Context, rel uint32) ([]catalogAttr, error)
 	known   map[batch.TableName]batch.Schema
 	oids    map[uint32]batch.TableName // relation OIDs of known tables, to recognize a renamed one
 	only    bool                       // drop changes of tables not in known (set for a FOR ALL TABLES publication)
@@ -272,8 +276,16 @@ func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, em
 	name := batch.TableName{Schema: m.Namespace, Name: m.RelationName}
 	prev := d.rels[m.RelationID]
 	if prev != nil && prev.schema.Table == name && sameRaw(prev.raw, m.Columns) {
+		lost := identityLost(m, prev.schema, prev.identity)
 		prev.identity = m.ReplicaIdentity
-		return nil
+		if lost == "" {
+			return nil
+		}
+		if !d.inTxn {
+			return fmt.Errorf("decoding pgoutput: RELATION %s outside a transaction", name)
+		}
+		old := prev.schema
+		return emit(&SchemaEvent{Table: name, Pos: d.next(), Old: &old, New: prev.schema, Identity: lost})
 	}
 	var old *batch.Schema
 	if prev != nil {
@@ -317,13 +329,29 @@ func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, ol
 	if err != nil {
 		return err
 	}
+	var attrs []catalogAttr
+	if d.attrs != nil {
+		if attrs, err = d.attrs(ctx, m.RelationID); err != nil {
+			return fmt.Errorf("table %s: %w", name, err)
+		}
+	}
+	var was map[string]int16
+	var wasIdentity uint8
+	if prev := d.rels[m.RelationID]; prev != nil {
+		was, wasIdentity = prev.attnums, prev.identity
+	}
+	ev.Identity = identityLost(m, ev.New, wasIdentity)
+	ev.RenamedColumns = renames(ev, was, attrs)
 	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: ev.New.KeyIndexes()}
+	if d.attrs != nil {
+		r.attnums = attnums(attrs)
+	}
 	for _, c := range m.Columns {
 		r.raw = append(r.raw, *c)
 	}
 	d.rels[m.RelationID] = r
 	delete(d.ignored, m.RelationID)
-	if old != nil && !ev.Renamed && len(ev.Added)+len(ev.Dropped)+len(ev.Retyped) == 0 {
+	if old != nil && !ev.Renamed && len(ev.Added)+len(ev.Dropped)+len(ev.Retyped)+len(ev.RenamedColumns) == 0 && ev.Identity == "" {
 		return nil
 	}
 	if !d.inTxn {
@@ -374,6 +402,36 @@ func (d *decoder) diff(ctx context.Context, m *pglogrepl.RelationMessage, name b
 		}
 	}
 	return ev, nil
+}
+
+// identityLost describes how the replica identity of relation message m leaves out a key column
+// of schema ("" when it does not): an identity of some columns (DEFAULT on a primary key, or
+// USING INDEX) none of which is the key, so a DELETE would carry columns Sluice cannot delete
+// by. It is judged whenever the identity differs from was (0 at a run's first RELATION, so a
+// change made while the pipeline was stopped is seen too). NOTHING, or DEFAULT without a primary
+// key, flags no column: Postgres then refuses UPDATE and DELETE on the table while the
+// publication publishes them, so nothing can diverge; FULL carries every column.
+func identityLost(m *pglogrepl.RelationMessage, schema batch.Schema, was uint8) string {
+	if m.ReplicaIdentity == was || (m.ReplicaIdentity != 'd' && m.ReplicaIdentity != 'i') {
+		return ""
+	}
+	if !slices.ContainsFunc(m.Columns, func(mc *pglogrepl.RelationMessageColumn) bool { return mc.Flags&1 != 0 }) {
+		return ""
+	}
+	kind := "DEFAULT"
+	if m.ReplicaIdentity == 'i' {
+		kind = "USING INDEX"
+	}
+	for _, c := range schema.Columns {
+		if !c.Key {
+			continue
+		}
+		i := slices.IndexFunc(m.Columns, func(mc *pglogrepl.RelationMessageColumn) bool { return mc.Name == c.Name })
+		if i < 0 || m.Columns[i].Flags&1 == 0 {
+			return fmt.Sprintf("replica identity %s, which does not carry key column %s", kind, c.Name)
+		}
+	}
+	return ""
 }
 
 // sameRaw reports whether a RELATION message describes the same columns as before.

@@ -373,3 +373,58 @@ func TestDecodeProtocolErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeColumnRenames: a column gone and one new at the same place with the same type is a
+// rename (key flag kept) unless the catalog shows the new one added after a drop.
+func TestDecodeColumnRenames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cols    []pglogrepl.RelationMessageColumn
+		attrs   []catalogAttr
+		renamed []ColumnRename
+		added   []string
+	}{
+		{name: "rename, no catalog", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("body", 25, false)},
+			renamed: []ColumnRename{{Old: "doc", New: "body"}}},
+		{name: "rename of the key", cols: []pglogrepl.RelationMessageColumn{col("ident", 23, true), col("doc", 25, false)},
+			attrs:   []catalogAttr{{1, "ident", false}, {2, "doc", false}},
+			renamed: []ColumnRename{{Old: "id", New: "ident"}}},
+		{name: "rename, catalog keeps the attnum", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("body", 25, false)},
+			attrs:   []catalogAttr{{1, "id", false}, {2, "body", false}},
+			renamed: []ColumnRename{{Old: "doc", New: "body"}}},
+		{name: "drop and add of the same type", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("body", 25, false)},
+			attrs: []catalogAttr{{1, "id", false}, {2, "........pg.dropped.2........", true}, {3, "body", false}},
+			added: []string{"body"}},
+		{name: "another type is no rename", cols: []pglogrepl.RelationMessageColumn{col("id", 23, true), col("n", 20, false)},
+			added: []string{"n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+			if tt.attrs != nil {
+				d.attrs = func(context.Context, uint32) ([]catalogAttr, error) { return tt.attrs, nil }
+			}
+			evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10}, relMsg(1, 'd', tt.cols...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var se *SchemaEvent
+			for _, ev := range evs {
+				if e, ok := ev.(*SchemaEvent); ok {
+					se = e
+				}
+			}
+			if se == nil {
+				t.Fatal("want a schema event")
+			}
+			if !slices.Equal(se.RenamedColumns, tt.renamed) || !slices.Equal(se.Added, tt.added) {
+				t.Errorf("renamed %v added %v, want %v %v", se.RenamedColumns, se.Added, tt.renamed, tt.added)
+			}
+			if !se.New.Columns[0].Key {
+				t.Errorf("the first column lost its key flag: %+v", se.New.Columns[0])
+			}
+		})
+	}
+}

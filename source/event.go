@@ -44,11 +44,17 @@ type SchemaEvent struct {
 	Old *batch.Schema
 	New batch.Schema
 	// Added, Dropped and Retyped name the columns that appeared, disappeared or changed type
-	// (type, type modifier or domain). A renamed column is dropped and added.
+	// (type, type modifier or domain). A column renamed in place is in RenamedColumns instead.
 	Added, Dropped, Retyped []string
+	// RenamedColumns are the columns renamed in place (see renames for how they are told from a
+	// column dropped and another added).
+	RenamedColumns []ColumnRename
 	// Renamed is set when the table itself was renamed or moved to another schema: Old.Table
 	// holds the old name.
 	Renamed bool
+	// Identity is set when the table's replica identity no longer carries its key (identityLost):
+	// what it is now. Deletes (and key changes) would arrive without the key they remove.
+	Identity string
 }
 
 // CommitEvent ends a transaction. After the handler returns nil for it, the reader's own

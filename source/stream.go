@@ -168,6 +168,7 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 
 	resolver := newTypeResolver(conn)
 	dec := newDecoder(resolver.relColumn, r.opts.Schemas, r.log)
+	dec.attrs = resolver.attributes
 	if err := r.tableOIDs(ctx, conn, dec); err != nil {
 		return err
 	}

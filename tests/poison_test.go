@@ -35,18 +35,20 @@ var twoTableColumns = []string{"name", "qty"}
 // TestPoisonBatchStopsOneTableAndResumeConverges proves the poison-batch paragraph of the
 // guarantees end to end on Iceberg, with two tables in one pipeline:
 //
-//   - The cause: public.a's qty column is retyped in Postgres from int to text. The Iceberg
-//     table raw.a has qty as int, and Iceberg cannot promote int to string, so the sink's type
-//     check rejects the first batch that carries the text column: a poison batch.
-//   - The table's workflow fails with the non-retryable PoisonBatch error, `sluice status` shows
-//     it FAILED with the cause, its committed position stays before the batch (at or below the WAL
-//     position taken before the poisoned writes), and the sink still holds its old rows.
+//   - The cause: an operator drops column qty from the Iceberg table raw.a by hand (in the
+//     catalog) while public.a still has it. The sink cannot hold the next batch of public.a,
+//     which carries qty: a poison batch. (A schema change in Postgres is not the cause here: one
+//     the stream cannot carry stops the table as SchemaChanged, TestSchemaChangesEverySink.)
+//   - The table's workflow fails with the non-retryable PoisonBatch error naming the table and
+//     the column, `sluice status` shows it FAILED with the cause, its committed position stays
+//     before the batch (at or below the WAL position taken before the poisoned writes), and the
+//     sink still holds its old rows.
 //   - public.b, written in the same transactions, keeps streaming and converges.
-//   - The fix: an int column cannot be altered to string in Iceberg, so the honest fix is the one
-//     the error names: drop the Iceberg table (an operator does it in the catalog) and
-//     `sluice resume --table public.a`. The new run creates the table with the new type, finds
-//     no committed position, backfills from a new snapshot and streams again; raw.a then equals
-//     the source key by key, including writes made after the fix.
+//   - The fix: the rows the sink holds lost their qty values with the column, so the honest fix
+//     is a new copy: drop the Iceberg table (an operator does it in the catalog) and
+//     `sluice resume --table public.a`. The new run creates the table again, finds no committed
+//     position, backfills from a new snapshot and streams again; raw.a then equals the source key
+//     by key, including writes made after the fix.
 func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 	t.Parallel()
 	p := newIcebergPipeline(t, "", []string{"public.a:raw.a", "public.b:raw.b"}, twoTablesDDL(2000)...)
@@ -59,11 +61,11 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 	ctx := context.Background()
 	sink := p.icebergSink()
 	before := p.currentLSN(ctx)
-	p.exec(`ALTER TABLE public.a ALTER COLUMN qty TYPE text USING qty::text`)
+	dropIcebergColumn(ctx, t, p.icebergTable(ctx, sink, "raw.a"), "qty")
 	for i := 0; i < 3; i++ {
 		p.exec(fmt.Sprintf(`BEGIN;
-			INSERT INTO public.a VALUES (%[1]d, 'poisoned-%[1]d', 'not-an-int-%[1]d');
-			UPDATE public.a SET qty = 'x' || id WHERE id %% 100 = %[2]d;
+			INSERT INTO public.a VALUES (%[1]d, 'poisoned-%[1]d', %[1]d);
+			UPDATE public.a SET qty = qty + 1000 WHERE id %% 100 = %[2]d;
 			INSERT INTO public.b VALUES (%[1]d, 'fine-%[1]d', %[1]d);
 			UPDATE public.b SET qty = qty + 1000 WHERE id %% 100 = %[2]d;
 			COMMIT`, 10000+i, i))
@@ -107,7 +109,7 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 	if again, _ := p.sinkPosition(ctx, sink, "raw.a"); again != posA {
 		t.Fatalf("raw.a's position moved from %s to %s while its table was failed", posA, again)
 	}
-	old, err := localrun.ScanIceberg(ctx, p.cfg, "raw.a", "id", []string{"id", "qty"})
+	old, err := localrun.ScanIceberg(ctx, p.cfg, "raw.a", "id", []string{"id", "name"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 		t.Fatalf("raw.a holds %d rows (poisoned key present: %v); want the 2000 rows from before the poison", len(old.Rows), found)
 	}
 
-	// The fix: the target cannot take the new type in place; drop it and resume the table.
+	// The fix: the target lost qty in every row it holds; drop it and resume the table.
 	if err := sink.Catalog().DropTable(ctx, table.Identifier{"raw", "a"}); err != nil {
 		t.Fatalf("dropping iceberg table raw.a: %v", err)
 	}
@@ -123,11 +125,24 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 	t.Logf("sluice resume: %s", p.sluice("resume", "--table", "public.a"))
 	p.started = resumed
 	p.waitStream(tableA)
-	p.exec(`INSERT INTO public.a VALUES (30000, 'after-fix', 'text-now')`,
-		`UPDATE public.a SET qty = 'updated' WHERE id = 5`,
+	p.exec(`INSERT INTO public.a VALUES (30000, 'after-fix', 30000)`,
+		`UPDATE public.a SET qty = -5 WHERE id = 5`,
 		`DELETE FROM public.a WHERE id = 6`)
 	p.waitEqual("public.a", "raw.a", "id", twoTableColumns)
 	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
+}
+
+// dropIcebergColumn drops column col from Iceberg table tbl by hand, as an operator would in
+// the catalog, behind the pipeline's back.
+func dropIcebergColumn(ctx context.Context, t *testing.T, tbl *table.Table, col string) {
+	t.Helper()
+	tx := tbl.NewTransaction()
+	if err := tx.UpdateSchema(true, false).DeleteColumn([]string{col}).Commit(); err != nil {
+		t.Fatalf("dropping column %s of iceberg table %v: %v", col, tbl.Identifier(), err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatalf("committing the drop of column %s of iceberg table %v: %v", col, tbl.Identifier(), err)
+	}
 }
 
 // statusLine returns the line of `sluice status` output about table.

@@ -107,7 +107,7 @@ func TableWorkflow(ctx workflow.Context, in TableInput) error {
 				return t.fail(ctx, err)
 			}
 		case t.stop != nil:
-			if t.epoch != "" && t.stop.Epoch != t.epoch {
+			if t.epoch != "" && t.stop.Epoch != "" && t.stop.Epoch != t.epoch {
 				t.stop = nil // meant for the content this run's backfill replaced
 				continue
 			}

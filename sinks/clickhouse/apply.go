@@ -109,7 +109,7 @@ func (s *Sink) insert(ctx context.Context, l *layout, conv *converter, rows int)
 		if c := exceptionCode(err); c == codeUnknownTable || c == codeUnknownDatabase {
 			s.forget(l.db, l.name)
 		}
-		return classify(err, "table %s: starting the insert into %s.%s", l.source, l.db, l.name)
+		return s.droppedColumn(ctx, l, err)
 	}
 	for i := range l.cols {
 		v, err := conv.column(i)

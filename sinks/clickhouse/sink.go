@@ -216,7 +216,8 @@ func (s *Sink) forget(db, name string) {
 }
 
 // EnsureTable creates the target table (and its database, and on the compatible layout its
-// view) when missing, and adds new source or metadata columns to an existing one. A changed
+// view) when missing, and adds new source or metadata columns to an existing one (one dropped
+// from it by hand only when it holds no rows, keepDropped). A changed
 // type or key is poison. Existing tables keep their layout whatever the server's version. It is
 // idempotent and safe to run from several workers at once.
 func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
@@ -256,11 +257,24 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	if err != nil {
 		return err
 	}
+	if err := s.widen(ctx, l, &e); err != nil {
+		return err
+	}
 	add, err := l.diff(e)
 	if err != nil {
 		return err
 	}
+	had, err := s.createdColumns(ctx, l)
+	if err != nil {
+		return err
+	}
+	if add, err = s.keepDropped(ctx, l, had, add); err != nil {
+		return err
+	}
 	if err := s.addColumns(ctx, l, add); err != nil {
+		return err
+	}
+	if err := s.recordColumns(ctx, l, had); err != nil {
 		return err
 	}
 	s.remember(db, name, modern)

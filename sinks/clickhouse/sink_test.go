@@ -255,7 +255,7 @@ func TestEnsureTableEvolves(t *testing.T) {
 	}
 
 	changed := ordersSpec("orders")
-	changed.Schema.Columns[2].TypeOID, changed.Schema.Columns[2].TypeName = 20, "bigint"
+	changed.Schema.Columns[2].TypeOID, changed.Schema.Columns[2].TypeName = 25, "text" // a widening is applied (TestEnsureTableWidens)
 	if err := h.sink.EnsureTable(t.Context(), changed); !sinks.IsPoison(err) || !strings.Contains(err.Error(), `column "qty" is Nullable(Int32)`) {
 		t.Errorf("type change: got %v, want poison", err)
 	}

@@ -109,8 +109,7 @@ func checkTableMatches(l layout, sc *iceberg.Schema, target string) error {
 	for _, c := range l.cols {
 		f, ok := sc.FindFieldByName(c.name)
 		if !ok {
-			return sinks.Poisonf("table %s: iceberg table %s has no column %s; the table was not evolved "+
-				"for this batch (EnsureTable), resume the table to evolve it", l.table, target, c.name)
+			return sinks.ColumnDroppedByHand(l.table, target, c.name)
 		}
 		t, err := l.icebergType(c)
 		if err != nil {

@@ -161,8 +161,9 @@ func isFloat(t iceberg.Type) bool {
 }
 
 // schemaDiff compares the desired layout with an existing table's schema. It returns the columns
-// to add; any other difference (a changed type, a dropped or renamed column, a different key) is
-// poison, since applying it would lose or misplace data.
+// to add; a column the source no longer sends stays (NULL from now on); a widened type is
+// promoted (promotions); any other difference (a changed type, a different key) is poison,
+// since applying it would lose or misplace data.
 func (l layout) schemaDiff(target string, have *iceberg.Schema) ([]outCol, error) {
 	want, err := l.icebergSchema()
 	if err != nil {
@@ -179,17 +180,20 @@ func (l layout) schemaDiff(target string, have *iceberg.Schema) ([]outCol, error
 			add = append(add, c)
 			continue
 		}
-		if wt := want.Field(i).Type; wt.String() != f.Type.String() {
+		if wt := want.Field(i).Type; wt.String() != f.Type.String() && !promotable(f.Type, wt) {
 			return nil, sinks.Poisonf("table %s column %s: Iceberg table %s has type %s but the source now "+
 				"sends %s; the sink does not change column types: alter the Iceberg column yourself (or "+
 				"recreate the table and resync), then resume", l.table, c.name, target, f.Type, wt)
 		}
 	}
 	for _, f := range have.Fields() {
-		if !slices.ContainsFunc(l.cols, func(c outCol) bool { return c.name == f.Name }) {
-			return nil, sinks.Poisonf("table %s: Iceberg table %s has column %s which the source no longer "+
-				"sends (dropped or renamed in Postgres, or a metadata entry removed); the sink does not drop "+
-				"columns: drop it from the Iceberg table yourself or restore it, then resume", l.table, target, f.Name)
+		// A column the source no longer sends (DROP COLUMN, a metadata entry removed) stays in
+		// the table, NULL in every row written since, as on every sink (docs/schema-changes.md).
+		// Only a required one cannot take NULL.
+		if f.Required && !slices.ContainsFunc(l.cols, func(c outCol) bool { return c.name == f.Name }) {
+			return nil, sinks.Poisonf("table %s: Iceberg table %s has required column %s which the source no "+
+				"longer sends (dropped or renamed in Postgres); a required column cannot be left NULL: "+
+				"recreate the target table and resync (sluice resync --table %s)", l.table, target, f.Name, l.table)
 		}
 	}
 	var wantKeys, haveKeys []string

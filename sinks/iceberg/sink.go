@@ -111,7 +111,8 @@ func (s *Sink) tableProps() iceberg.Properties {
 }
 
 // EnsureTable creates the target table (and its namespace) when missing and adds new columns to
-// an existing one. Changed types, dropped columns and a changed key are poison. Idempotent.
+// an existing one; a column dropped from it by hand comes back only when it holds no rows
+// (keepDropped). Changed types and a changed key are poison. Idempotent.
 func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 	ident, err := identifier(spec.Target)
 	if err != nil {
@@ -173,11 +174,25 @@ func (s *Sink) createTable(ctx context.Context, ident table.Identifier, l layout
 // differences are poison.
 func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l layout) (*table.Table, error) {
 	add, err := l.schemaDiff(target, tbl.Schema())
-	if err != nil || len(add) == 0 {
+	if err == nil {
+		add, err = s.keepDropped(ctx, tbl, l, target, add)
+	}
+	var promote []outCol
+	if err == nil {
+		promote, err = l.promotions(tbl.Schema())
+	}
+	if err != nil || len(add)+len(promote) == 0 {
 		return tbl, err
 	}
 	tx := tbl.NewTransaction()
 	upd := tx.UpdateSchema(true, false)
+	for _, c := range promote {
+		t, err := l.icebergType(c)
+		if err != nil {
+			return nil, err
+		}
+		upd = upd.UpdateColumn([]string{c.name}, table.ColumnUpdate{FieldType: iceberg.Optional[iceberg.Type]{Val: t, Valid: true}})
+	}
 	for _, c := range add {
 		t, err := l.icebergType(c)
 		if err != nil {
@@ -186,7 +201,7 @@ func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l la
 		upd = upd.AddColumn([]string{c.name}, t, "", false, nil)
 	}
 	if err := upd.Commit(); err != nil {
-		return nil, sinks.Poisonf("table %s: adding columns to iceberg table %s: %w", l.table, target, err)
+		return nil, sinks.Poisonf("table %s: adding or widening columns of iceberg table %s: %w", l.table, target, err)
 	}
 	tbl, err = tx.Commit(ctx)
 	if err != nil {
@@ -194,6 +209,9 @@ func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l la
 	}
 	for _, c := range add {
 		s.log.InfoContext(ctx, "added column", "table", l.table, "target", target, "column", c.name)
+	}
+	for _, c := range promote {
+		s.log.InfoContext(ctx, "widened column", "table", l.table, "target", target, "column", c.name, "type", c.field.Type.String())
 	}
 	return tbl, nil
 }

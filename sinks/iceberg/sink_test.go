@@ -167,7 +167,8 @@ func TestDiscardSnapshot(t *testing.T) {
 	}
 }
 
-// TestEnsureTableEvolution: an added column evolves the table, other changes are poison.
+// TestEnsureTableEvolution: an added column evolves the table, a dropped one stays in it (NULL
+// from then on, docs/schema-changes.md), other changes are poison.
 func TestEnsureTableEvolution(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
@@ -190,9 +191,21 @@ func TestEnsureTableEvolution(t *testing.T) {
 		t.Errorf("after evolution:\n%s", d)
 	}
 
+	dropped := ordersSpec(h.spec.Target)
+	if err := h.sink.EnsureTable(t.Context(), dropped); err != nil {
+		t.Fatalf("EnsureTable without column note (dropped in the source): %v", err)
+	}
+	if _, ok := h.table().Schema().FindFieldByName("note"); !ok {
+		t.Fatalf("column note was dropped from the Iceberg table; it stays")
+	}
+	h.spec = dropped
+	h.apply(upd(2, "b2", 3))
+	if d := diffRows(map[int64]row{1: {"a", 1}, 2: {"b2", 3}}, h.rows()); d != "" {
+		t.Errorf("after the drop:\n%s", d)
+	}
+
 	retyped := ordersSpec(h.spec.Target)
 	retyped.Schema.Columns = append(retyped.Schema.Columns, batch.Column{Name: "note", TypeOID: 20, TypeName: "bigint"})
-	dropped := ordersSpec(h.spec.Target)
 	rekeyed := ordersSpec(h.spec.Target)
 	rekeyed.Schema.Columns = append(rekeyed.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
 	rekeyed.Schema.Columns[1].Key, rekeyed.Schema.Columns[1].NotNull = true, true
@@ -202,7 +215,7 @@ func TestEnsureTableEvolution(t *testing.T) {
 	noKey.Schema.Columns[0].Key = false
 	badTarget := ordersSpec("orders")
 	for name, spec := range map[string]sinks.TableSpec{
-		"changed type": retyped, "dropped column": dropped, "changed key": rekeyed,
+		"changed type": retyped, "changed key": rekeyed,
 		"float key": floatKey, "no key": noKey, "target without namespace": badTarget,
 	} {
 		t.Run(name, func(t *testing.T) {
