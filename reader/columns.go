@@ -15,6 +15,11 @@ import (
 // a way that changed the values Postgres holds (text → int). The remedy is a resync.
 const ErrTypeSchemaChanged = "SchemaChanged"
 
+// ErrTypeIdentityChanged is the type of the non-retryable error a table fails with when its
+// replica identity no longer carries its key. Unlike SchemaChanged, the rows are still exact:
+// the remedy is to set the identity back and resume.
+const ErrTypeIdentityChanged = "ReplicaIdentityChanged"
+
 // unfollowable describes the column changes of e the sink cannot follow from the stream ("" when
 // none): renames, whose existing rows keep their values under the new name without a word in the
 // WAL, and type changes that are not widenings (source.Widens), which rewrote every row's value.
@@ -41,7 +46,7 @@ func unfollowable(e *source.SchemaEvent) string {
 // workflow fails with ErrTypeSchemaChanged; the reader goes on for the other tables, and this
 // table's later batches stay staged (holding the slot) until the operator resyncs it.
 func (r *run) stopForSchema(ctx context.Context, t *table, e *source.SchemaEvent, what string) error {
-	return r.stopTable(ctx, t, e, what, fmt.Sprintf("table %s: %s at %s; Postgres changed the existing rows without writing them to the WAL, so the "+
+	return r.stopTable(ctx, t, e, ErrTypeSchemaChanged, what, fmt.Sprintf("table %s: %s at %s; Postgres changed the existing rows without writing them to the WAL, so the "+
 		"sink cannot follow from the stream (it would keep the old values and leave the new ones NULL): the table is "+
 		"stopped. Resync it from a new snapshot: sluice resync --table %s (the sink keeps the old column, NULL in every "+
 		"row after the resync; drop it there if unwanted)", e.Table, what, e.Pos, e.Table))
@@ -51,21 +56,22 @@ func (r *run) stopForSchema(ctx context.Context, t *table, e *source.SchemaEvent
 // a DELETE would arrive without the key it removes.
 func (r *run) stopForIdentity(ctx context.Context, t *table, e *source.SchemaEvent) error {
 	what := "the table's " + e.Identity
-	return r.stopTable(ctx, t, e, what, fmt.Sprintf("table %s: %s at %s: a DELETE (or a change of the key) would "+
+	return r.stopTable(ctx, t, e, ErrTypeIdentityChanged, what, fmt.Sprintf("table %s: %s at %s: a DELETE (or a change of the key) would "+
 		"arrive without the key it removes, so the sink could not apply it: the table is stopped. Set the replica "+
 		"identity back (ALTER TABLE %s REPLICA IDENTITY DEFAULT, or FULL), then resume the table: sluice resume "+
 		"--table %s (a DELETE made meanwhile stops the reader by name; then resync: sluice resync --table %s)",
 		e.Table, what, e.Pos, e.Table, e.Table, e.Table))
 }
 
-// stopTable stops table t with message msg after schema event e (what: the change, for the log).
-func (r *run) stopTable(ctx context.Context, t *table, e *source.SchemaEvent, what, msg string) error {
+// stopTable stops table t with an error of type errType and message msg after schema event e
+// (what: the change, for the log).
+func (r *run) stopTable(ctx context.Context, t *table, e *source.SchemaEvent, errType, what, msg string) error {
 	r.log.Error("schema change the stream cannot carry: stopping the table", "table", e.Table.String(), "pos", e.Pos.String(), "change", what)
 	stopper, ok := r.deps.Tables.(TableStopper)
 	if !ok {
 		return &SetupError{Msg: msg}
 	}
-	if err := stopper.Stop(ctx, t.schema, ErrTypeSchemaChanged, msg, ""); err != nil {
+	if err := stopper.Stop(ctx, t.schema, errType, msg, ""); err != nil {
 		return fmt.Errorf("stopping table %s after a schema change (%s): %w", e.Table, what, err)
 	}
 	return nil

@@ -21,8 +21,6 @@ import (
 //   - An incompatible type change (text → integer): the table stops with SchemaChanged naming
 //     the column, both types and the remedy.
 //
-// On Couchbase the resync of a target that committed stream batches stops by name (Sluice cannot
-// empty it); the test checks that stop and ends there.
 func TestSchemaChangesEverySink(t *testing.T) {
 	t.Parallel()
 	for _, sk := range everySink() {
@@ -62,17 +60,12 @@ func TestSchemaChangesEverySink(t *testing.T) {
 			s.p.exec(`ALTER TABLE public.items RENAME COLUMN qty TO quantity`,
 				`UPDATE public.items SET quantity = quantity + 1 WHERE id <= 5`)
 			checkSchemaStop(t, s, "column qty was renamed to quantity")
-			s.p.sluice("resync", "--table", "public.items")
-			if sk.name == "couchbase" {
-				// A Couchbase target that committed stream batches cannot be emptied by Sluice
-				// (only snapshot documents are indexed): the resync stops by name and says what
-				// the operator drops first (docs/schema-changes.md).
-				appErr := s.p.waitTableFailed(itemsTable)
-				if !strings.Contains(appErr.Error(), "drop collection") {
-					t.Fatalf("the resync of a streamed Couchbase target: %v, want a stop that says to drop the collection", appErr)
-				}
-				return
+			// A resume would follow the stream under the new name and diverge: refused.
+			if out, err := s.p.sluiceFails("resume", "--table", "public.items"); err == nil || !strings.Contains(err.Error()+out, "sluice resync --table public.items") {
+				t.Fatalf("sluice resume after a rename: err %v, output %q; want a refusal naming sluice resync", err, out)
 			}
+			s.p.started = time.Now().Add(-time.Second)
+			s.p.sluice("resync", "--table", "public.items")
 			cols = slices.Clone(cols)
 			cols[slices.Index(cols, "qty")] = "quantity"
 			equalOver("after the rename and sluice resync", cols)
@@ -102,7 +95,7 @@ func checkSchemaStop(t *testing.T, s *sinkTarget, change string) {
 
 // TestReplicaIdentityChangeStopsTheTable: a replica identity changed while streaming to an index
 // without the key (a DELETE would carry only the index's columns) is seen at the table's next
-// RELATION, before any DELETE, and stops the table with SchemaChanged naming the identity, the
+// RELATION, before any DELETE, and stops the table with ReplicaIdentityChanged naming the identity, the
 // key column and the remedy, on every sink; once the identity is set back, `sluice resume`
 // brings the sink to equal the source key by key, every column. (REPLICA IDENTITY NOTHING needs
 // no stop: Postgres refuses UPDATE and DELETE on the table while the publication publishes them.)
@@ -121,10 +114,14 @@ func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
 			s.p.exec(`CREATE UNIQUE INDEX items_name_uq ON public.items (name)`,
 				`ALTER TABLE public.items REPLICA IDENTITY USING INDEX items_name_uq`,
 				`UPDATE public.items SET qty = coalesce(qty, 0) + 1 WHERE id <= 5`)
-			checkSchemaStop(t, s, "replica identity USING INDEX, which does not carry key column id")
 			appErr := s.p.waitTableFailed(itemsTable)
-			if !strings.Contains(appErr.Error(), "REPLICA IDENTITY DEFAULT") {
-				t.Errorf("the stop does not say how to set the identity back: %v", appErr)
+			if appErr.Type() != reader.ErrTypeIdentityChanged {
+				t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, reader.ErrTypeIdentityChanged)
+			}
+			for _, want := range []string{"replica identity USING INDEX, which does not carry key column id", "REPLICA IDENTITY DEFAULT", "sluice resume --table public.items"} {
+				if !strings.Contains(appErr.Error(), want) {
+					t.Errorf("the stop does not say %q: %v", want, appErr)
+				}
 			}
 
 			s.p.exec(`ALTER TABLE public.items REPLICA IDENTITY DEFAULT`)
@@ -146,8 +143,7 @@ func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
 // catalog) and handled as while streaming, on every sink:
 //
 //   - ADD COLUMN ... DEFAULT: the table resyncs, and the sink equals the source key by key over
-//     every column, the new one included (the default in every earlier row). On Couchbase a
-//     streamed target cannot be emptied by Sluice: the resync stops by name.
+//     every column, the new one included (the default in every earlier row).
 //   - RENAME COLUMN: the table stops with SchemaChanged naming the rename and the remedy.
 func TestSchemaChangesWhileStopped(t *testing.T) {
 	t.Parallel()
@@ -169,13 +165,6 @@ func TestSchemaChangesWhileStopped(t *testing.T) {
 			s.p.exec(`ALTER TABLE public.items ADD COLUMN note text NOT NULL DEFAULT 'dflt'`,
 				`UPDATE public.items SET qty = coalesce(qty, 0) + 1 WHERE id <= 3`)
 			w = s.p.worker("worker-2")
-			if sk.name == "couchbase" {
-				appErr := s.p.waitTableFailed(itemsTable)
-				if !strings.Contains(appErr.Error(), "drop collection") {
-					t.Fatalf("the resync of a streamed Couchbase target: %v, want a stop that says to drop the collection", appErr)
-				}
-				return
-			}
 			cols := append(slices.Clone(d.items), "note")
 			t.Logf("waiting for the sink to equal the source over %v (the added column's default in every row)", cols)
 			s.p.waitEqualTo("public.items", "id", cols, d.read(s.p, d.target("items"), cols, s.universe()))

@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/partitions"
+	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -104,23 +106,36 @@ func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig,
 	return nil
 }
 
+// resyncOnly says whether a table stopped with errType can only be made equal to the source again
+// by a resync, and why.
+func resyncOnly(errType string) (why string, ok bool) {
+	switch errType {
+	case activities.ErrTypeStagedBatchMissing:
+		return "a batch it had not committed is no longer staged, so resuming would skip that batch's changes", true
+	case reader.ErrTypeSchemaChanged:
+		return "a rename or a retype rewrote the existing rows without writing them to the WAL", true
+	case partitions.ErrTypePartitionChanged:
+		return "a partition attached holding rows, or detached, dropped or truncated, changed rows the stream never carried", true
+	}
+	return "", false
+}
+
 // Resume sends resume to the table's workflow with signal-with-start: a paused run resumes; a
 // failed or terminated table gets a new run that reads its position from the sink and its queue
 // from staging (after a poison batch, fix the cause first).
 //
-// A table whose last run failed with StagedBatchMissing is refused: a batch it had not
-// committed is gone from staging, so a new run would go on after it and skip its changes
-// silently. Such a table needs Resync.
+// A table whose last run stopped for a reason in resyncOnly is refused: a new run would go on
+// from its position past changes the stream never carried, silently. Such a table needs Resync.
 func (t Tables) Resume(ctx context.Context, table activities.TableConfig) error {
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
 	errType, err := t.lastFailure(ctx, opts.ID)
 	if err != nil {
 		return err
 	}
-	if errType == activities.ErrTypeStagedBatchMissing {
-		return fmt.Errorf("table %s: not resumed: its last run failed because a batch it had not committed is no longer staged (%s), "+
-			"and resuming would skip that batch's changes; run `sluice resync --table %s` to backfill the table from a new snapshot",
-			table.Table(), errType, table.Table())
+	if why, ok := resyncOnly(errType); ok {
+		return fmt.Errorf("table %s: not resumed: its last run stopped with %s (%s), and resuming would leave the sink "+
+			"diverged from the source; run `sluice resync --table %s` to backfill the table from a new snapshot",
+			table.Table(), errType, why, table.Table())
 	}
 	if err := t.signalWithStart(ctx, opts, table, SignalResume, nil); err != nil {
 		return fmt.Errorf("resuming workflow %s: %w", opts.ID, err)
