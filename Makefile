@@ -2,7 +2,8 @@
 #   make build  bin/sluice-worker and bin/sluice (BINDIR=dir for another directory)
 #   make demo   the embedded default: local Postgres, Temporal dev server, a worker and a sample
 #               pipeline into a local Iceberg warehouse, results shown
-#   make test   every test, against real services started by cmd/devstack
+#   make test   every test, against real services started by cmd/devstack (unit packages
+#               with the race detector)
 #   make stop   stop the services devstack started
 #   make bench  throughput against Postgres' own limits, written to docs/benchmarks.md
 #   make proto  regenerate the plugin protocol's Go code (sinks/plugin/proto) from its .proto
@@ -45,10 +46,15 @@ vet:
 workflowcheck:
 	@if [ -d workflows ]; then $(GO) run $(WORKFLOWCHECK) ./workflows/...; fi
 
+# The unit packages run with the race detector, at the same time as the end-to-end tests of
+# ./tests (which build their own worker binaries and mostly wait on services); both must pass.
 test: tools vet workflowcheck
 	@$(GO) run ./cmd/devstack start
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./...
-	$(GO) test -count=1 -short -tags $(FAULTS_TAG) $(FAULTS_PKGS)
+	@$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests$$') & unit=$$!; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./tests/; e2e=$$?; \
+	wait $$unit; units=$$?; \
+	if [ $$e2e -ne 0 ] || [ $$units -ne 0 ]; then echo "FAIL: unit packages exit $$units, ./tests exit $$e2e"; exit 1; fi
+	$(GO) test -count=1 -short -race -tags $(FAULTS_TAG) $(FAULTS_PKGS)
 
 demo: tools
 	@scripts/demo.sh
