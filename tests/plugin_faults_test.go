@@ -43,7 +43,7 @@ func (p *jsonlPlugin) restart() {
 }
 
 // destination is the plugin as a sink section; its reader replays the target's files as a user
-// of them would and shows name and qty (e2eColumns).
+// of them would and prints every member as the Couchbase reader does (jsonText).
 func (p *jsonlPlugin) destination() destination {
 	return destination{
 		yaml:   fmt.Sprintf("  type: plugin\n  plugin:\n    address: %s", p.proc.Addr),
@@ -63,17 +63,8 @@ func (p *jsonlPlugin) destination() destination {
 					}
 					vals := make([]string, len(columns))
 					for i, c := range columns {
-						var v any
-						if err := unmarshalJSON(l.Row[c], &v); err != nil {
+						if vals[i], err = jsonText(l.Row[c]); err != nil {
 							return out, fmt.Errorf("target %s: column %s: %w", target, c, err)
-						}
-						switch v := v.(type) {
-						case nil:
-							vals[i] = "NULL"
-						case float64:
-							vals[i] = strconv.FormatFloat(v, 'f', -1, 64)
-						default:
-							vals[i] = fmt.Sprint(v)
 						}
 					}
 					out.Rows[strconv.FormatInt(id, 10)] = vals

@@ -280,6 +280,9 @@ func value(col arrow.Array, r int) (json.RawMessage, error) {
 	if col.IsNull(r) {
 		return json.RawMessage("null"), nil
 	}
+	if d, ok := col.(*array.Decimal128); ok {
+		return json.RawMessage(d.ValueStr(r)), nil // a JSON number with the column's scale: 88.00, not 88
+	}
 	return json.Marshal(col.GetOneForMarshal(r))
 }
 
