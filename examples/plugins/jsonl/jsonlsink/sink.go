@@ -280,8 +280,8 @@ func value(col arrow.Array, r int) (json.RawMessage, error) {
 	if col.IsNull(r) {
 		return json.RawMessage("null"), nil
 	}
-	if d, ok := col.(*array.Decimal128); ok {
-		return json.RawMessage(d.ValueStr(r)), nil // a JSON number with the column's scale: 88.00, not 88
+	if d, ok := col.(*array.Decimal128); ok { // a JSON number with the column's scale: 88.00, not 88
+		return json.RawMessage(d.Value(r).ToString(d.DataType().(*arrow.Decimal128Type).Scale)), nil
 	}
 	return json.Marshal(col.GetOneForMarshal(r))
 }
