@@ -25,12 +25,12 @@ import (
 func TestPostgresVerifyFull(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ca := newTestCA(t, "sluice test CA")
-	_, certPEM, keyPEM := ca.issue(t, "db.test", false) // DNS db.test and IP 127.0.0.1
-	certFile := writeFile(t, dir, "server.pem", certPEM)
-	keyFile := writeFile(t, dir, "server-key.pem", keyPEM)
-	caFile := writeFile(t, dir, "ca.pem", ca.pem)
-	otherCA := writeFile(t, dir, "other-ca.pem", newTestCA(t, "another CA").pem)
+	ca := testenv.NewCA(t, "sluice test CA")
+	_, certPEM, keyPEM := ca.Issue(t, "db.test", false) // DNS db.test and IP 127.0.0.1
+	certFile := testenv.WriteFile(t, dir, "server.pem", certPEM)
+	keyFile := testenv.WriteFile(t, dir, "server-key.pem", keyPEM)
+	caFile := testenv.WriteFile(t, dir, "ca.pem", ca.PEM)
+	otherCA := testenv.WriteFile(t, dir, "other-ca.pem", testenv.NewCA(t, "another CA").PEM)
 	serverOwns(t, dir, certFile, keyFile)
 
 	pg := testenv.PrivatePostgres(t, "ssl=on", "ssl_cert_file="+certFile, "ssl_key_file="+keyFile)

@@ -20,7 +20,6 @@ import (
 //     remedy; the remedy (sluice resync) leaves the sink equal to the source under the new name.
 //   - An incompatible type change (text → integer): the table stops with SchemaChanged naming
 //     the column, both types and the remedy.
-//
 func TestSchemaChangesEverySink(t *testing.T) {
 	t.Parallel()
 	for _, sk := range everySink() {

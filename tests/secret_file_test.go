@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/internal/testenv"
 )
 
 // TestSecretFromFile runs a pipeline whose source DSN, password included, is read from a file
@@ -26,7 +27,7 @@ func TestSecretFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(u.User.Username(), password)
-	secret := writeFile(t, p.dir, "source-dsn", []byte(u.String()+"\n"))
+	secret := testenv.WriteFile(t, p.dir, "source-dsn", []byte(u.String()+"\n"))
 
 	// The config names the file instead of holding the DSN.
 	raw, err := os.ReadFile(p.config)
@@ -59,11 +60,11 @@ func TestSecretFromFile(t *testing.T) {
 	// without the password.
 	bad := *u
 	bad.Host = "127.0.0.1:1"
-	badFile := writeFile(t, p.dir, "bad-dsn", []byte(bad.String()))
+	badFile := testenv.WriteFile(t, p.dir, "bad-dsn", []byte(bad.String()))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	checkOut, err := localrun.Sluice(ctx, bins.Starter, nil,
-		"check", "--config", writeFile(t, p.dir, "bad.yaml", []byte(strings.ReplaceAll(strings.Join(out, ""), secret, badFile))))
+		"check", "--config", testenv.WriteFile(t, p.dir, "bad.yaml", []byte(strings.ReplaceAll(strings.Join(out, ""), secret, badFile))))
 	if err == nil {
 		t.Fatalf("sluice check against a closed port succeeded:\n%s", checkOut)
 	}

@@ -24,12 +24,12 @@ func TestTemporalOverTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	ca := newTestCA(t, "sluice test CA")
-	serverCert, _, _ := ca.issue(t, "temporal.test", false)
-	_, clientPEM, clientKey := ca.issue(t, "sluice-worker", true)
-	caFile := writeFile(t, dir, "ca.pem", ca.pem)
-	certFile := writeFile(t, dir, "client.pem", clientPEM)
-	keyFile := writeFile(t, dir, "client-key.pem", clientKey)
+	ca := testenv.NewCA(t, "sluice test CA")
+	serverCert, _, _ := ca.Issue(t, "temporal.test", false)
+	_, clientPEM, clientKey := ca.Issue(t, "sluice-worker", true)
+	caFile := testenv.WriteFile(t, dir, "ca.pem", ca.PEM)
+	certFile := testenv.WriteFile(t, dir, "client.pem", clientPEM)
+	keyFile := testenv.WriteFile(t, dir, "client-key.pem", clientKey)
 
 	frontend := testenv.Temporal(t)
 	// The proxy offers h2 by ALPN, as a gRPC server (the frontend itself) does.
@@ -43,7 +43,7 @@ func TestTemporalOverTLS(t *testing.T) {
 		t.Cleanup(func() { _ = p.Close(); <-done })
 		return p.Addr()
 	}
-	mtlsAddr := serve(&tls.Config{Certificates: []tls.Certificate{serverCert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
+	mtlsAddr := serve(&tls.Config{Certificates: []tls.Certificate{serverCert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
 	tlsAddr := serve(&tls.Config{Certificates: []tls.Certificate{serverCert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}})
 
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 500))

@@ -1,4 +1,4 @@
-package tests
+package testenv
 
 import (
 	"crypto/ecdsa"
@@ -16,17 +16,17 @@ import (
 	"time"
 )
 
-// testCA is a certificate authority a test makes for itself, to issue server and client
+// CA is a certificate authority a test makes for itself, to issue server and client
 // certificates signed by a CA no system trusts.
-type testCA struct {
+type CA struct {
+	PEM  []byte         // the CA's certificate
+	Pool *x509.CertPool // holding only the CA's certificate
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
-	pem  []byte
-	pool *x509.CertPool
 }
 
-// newTestCA makes a CA named name.
-func newTestCA(t *testing.T, name string) *testCA {
+// NewCA makes a CA named name, valid from an hour ago for a day.
+func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -51,12 +51,12 @@ func newTestCA(t *testing.T, name string) *testCA {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: pool}
+	return &CA{PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), Pool: pool, cert: cert, key: key}
 }
 
-// issue signs a certificate for name (a DNS name; 127.0.0.1 is added as an IP SAN) for server
+// Issue signs a certificate for name (a DNS name; 127.0.0.1 is added as an IP SAN) for server
 // or client use, and returns it with its PEM certificate and key.
-func (ca *testCA) issue(t *testing.T, name string, client bool) (tls.Certificate, []byte, []byte) {
+func (ca *CA) Issue(t testing.TB, name string, client bool) (tls.Certificate, []byte, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -66,7 +66,10 @@ func (ca *testCA) issue(t *testing.T, name string, client bool) (tls.Certificate
 	if client {
 		usage = x509.ExtKeyUsageClientAuth
 	}
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: name},
@@ -94,8 +97,8 @@ func (ca *testCA) issue(t *testing.T, name string, client bool) (tls.Certificate
 	return pair, certPEM, keyPEM
 }
 
-// writeFile writes data to dir/name with mode 0600 and returns the path.
-func writeFile(t *testing.T, dir, name string, data []byte) string {
+// WriteFile writes data to dir/name with mode 0600 and returns the path.
+func WriteFile(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
