@@ -116,6 +116,13 @@ func runPoison(t *testing.T, tc poisonCase) {
 			t.Errorf("the PoisonBatch error does not name %q: %s", want, shortText(msg, 600))
 		}
 	}
+	status, err := p.sluiceFails("status") // a failed table: status exits non-zero
+	if err == nil {
+		t.Errorf("sluice status exited 0 with a failed table:\n%s", status)
+	}
+	if l := strings.ToLower(statusLine(status, "public.a")); !strings.Contains(l, "failed") || !strings.Contains(l, "poison") {
+		t.Errorf("sluice status does not show public.a FAILED with the poison error: %q\n%s", l, status)
+	}
 	posA, ok := position()
 	if !ok || posA.Position.LSN > before {
 		t.Fatalf("%s's committed position is %s (ok %v); want one at or before the WAL end taken before the poisoned writes (%X)", targetA, posA, ok, before)
