@@ -21,9 +21,9 @@ import (
 const resurrectKey = 424242
 
 // TestReplayedInsertCannotResurrect proves "Why a replayed insert cannot resurrect a deleted row"
-// end to end on every sink (issue 8, fault 5). The table is paused, key K is inserted, and the
-// insert's batch file is read from staging while it waits (the file is removed once committed);
-// the table resumes and commits the insert; K is deleted and the delete commits. Then the insert's
+// end to end on every sink and on both example plugins (issue 8, fault 5; issue 20). The table
+// is paused, key K is inserted, and the insert's batch file is read from staging while it waits
+// (the file is removed once committed); the table resumes and commits the insert; K is deleted and the delete commits. Then the insert's
 // batch is staged again under its old name and its old BatchRef is signalled to the table's
 // workflow, exactly as a redelivery would deliver it. The workflow's history shows CommitBatch ran
 // on that ref after the signal and returned Skipped (the sink's position covers it), the file is
@@ -58,6 +58,15 @@ func TestReplayedInsertCannotResurrect(t *testing.T) {
 			t.Parallel()
 			p, read := tc.open(t)
 			replayInsertAfterDelete(t, p, read)
+		})
+	}
+	for _, kind := range pluginSinks() {
+		t.Run("plugin-"+kind.name, func(t *testing.T) {
+			t.Parallel()
+			dest := kind.start(t).dest
+			target := dest.target("items")
+			p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, seed))
+			replayInsertAfterDelete(t, p, dest.read(p, target, e2eColumns, nil))
 		})
 	}
 }
