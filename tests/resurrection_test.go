@@ -23,9 +23,9 @@ const resurrectKey = 424242
 // TestReplayedInsertCannotResurrect proves "Why a replayed insert cannot resurrect a deleted row"
 // end to end on every sink and on both example plugins (issue 8, fault 5; issue 20). The table
 // is paused, key K is inserted, and the insert's batch file is read from staging while it waits
-// (the file is removed once committed); the table resumes and commits the insert; K is deleted and the delete commits. Then the insert's
-// batch is staged again under its old name and its old BatchRef is signalled to the table's
-// workflow, exactly as a redelivery would deliver it. The workflow's history shows CommitBatch ran
+// (the file is removed once committed); the table resumes and commits the insert; K is deleted
+// and the delete commits. Then the insert's batch is staged again under its old name and its old
+// BatchRef is signalled to the table's workflow, exactly as a redelivery would deliver it. The workflow's history shows CommitBatch ran
 // on that ref after the signal and returned Skipped (the sink's position covers it), the file is
 // acknowledged, the committed position does not move, K stays deleted and the sink still equals
 // the source key by key.
