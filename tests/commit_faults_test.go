@@ -249,17 +249,25 @@ func TestWorkerKilledAtCommitPoints(t *testing.T) {
 		for _, point := range points {
 			t.Run(sink.name+"/"+string(point), func(t *testing.T) {
 				t.Parallel()
-				p, read := commitFaultPipeline(t, sink.dest(t))
-				w, failure := armedWorker(t, p, point)
-				if failure != "" {
-					w.stop(t)
-					t.Fatalf("the table stopped after the crash at %s: %s", point, failure)
-				}
-				w.stop(t)
-				p.waitEqualTo("public.items", "id", e2eColumns, read)
+				killedAtCommitPoint(t, sink.dest(t), point)
 			})
 		}
 	}
+}
+
+// killedAtCommitPoint runs the commit-point scenario into dest: a worker armed to SIGKILL itself
+// at point during a commit, a rescuer worker, live changes throughout; the table must not stop,
+// and the sink must equal the source key by key.
+func killedAtCommitPoint(t *testing.T, dest destination, point faults.Point) {
+	t.Helper()
+	p, read := commitFaultPipeline(t, dest)
+	w, failure := armedWorker(t, p, point)
+	if failure != "" {
+		w.stop(t)
+		t.Fatalf("the table stopped after the crash at %s: %s", point, failure)
+	}
+	w.stop(t)
+	p.waitEqualTo("public.items", "id", e2eColumns, read)
 }
 
 // TestBrokenCommitPathIsCaught proves the commit-fault test can fail: the same scenario on

@@ -139,14 +139,7 @@ func TestPluginWorkerKilledAtCommitPoints(t *testing.T) {
 		for _, point := range []faults.Point{faults.CommitBeforeWrite, faults.CommitAfterWrite} {
 			t.Run(sink.name+"/"+string(point), func(t *testing.T) {
 				t.Parallel()
-				p, read := commitFaultPipeline(t, sink.start(t).dest)
-				w, failure := armedWorker(t, p, point)
-				if failure != "" {
-					w.stop(t)
-					t.Fatalf("the table stopped after the crash at %s: %s", point, failure)
-				}
-				w.stop(t)
-				p.waitEqualTo("public.items", "id", e2eColumns, read)
+				killedAtCommitPoint(t, sink.start(t).dest, point)
 			})
 		}
 	}
