@@ -30,7 +30,7 @@ func markName(pipeline, slot string) string {
 
 // ReadSlotMark returns the mark of pipeline's slot; ok is false when none was written.
 func (s *Store) ReadSlotMark(ctx context.Context, pipeline, slot string) (SlotMark, bool, error) {
-	data, err := s.bucket.ReadAll(ctx, markName(pipeline, slot))
+	data, err := s.readSmall(ctx, markName(pipeline, slot))
 	if err != nil {
 		err = s.classify(err)
 		if errors.Is(err, ErrNotFound) {

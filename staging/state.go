@@ -33,7 +33,7 @@ func (s *Store) PutState(ctx context.Context, pipeline, name string, data []byte
 // GetState reads the pipeline's state document name; an error wrapping ErrNotFound means it was
 // never written.
 func (s *Store) GetState(ctx context.Context, pipeline, name string) ([]byte, error) {
-	data, err := s.bucket.ReadAll(ctx, stateName(pipeline, name))
+	data, err := s.readSmall(ctx, stateName(pipeline, name))
 	if err != nil {
 		return nil, fmt.Errorf("reading state %s of pipeline %s from staging: %w", name, pipeline, s.classify(err))
 	}

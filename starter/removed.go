@@ -22,9 +22,9 @@ import (
 	"github.com/sluicecdc/sluice/workflows"
 )
 
-// removeWait is how long `sluice remove` waits for the slot to move past the removed table's
-// changes once the reader let go of them.
-const removeWait = time.Minute
+// defaultRemoveWait is how long `sluice remove` waits, unless told otherwise (--wait), for the
+// slot to move past the removed table's changes once the reader let go of them.
+const defaultRemoveWait = time.Minute
 
 // removedTable is a table of the pipeline that the config no longer lists: in the publication,
 // or with a TableWorkflow, or both. Its staged batches and the reader's hold keep the slot's WAL
@@ -132,6 +132,7 @@ func stopRemoved(ctx context.Context, a *app, out io.Writer) error {
 func removeCmd(a *app) *cobra.Command {
 	var table string
 	var yes bool
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "remove",
 		Short: "Forget a table removed from the config: its staged batches, its workflow, its place in the publication; releases its hold on the slot (needs --yes)",
@@ -147,18 +148,19 @@ func removeCmd(a *app) *cobra.Command {
 						"restart the workers with that file and run `sluice start`, then `sluice remove`", n, a.cfg.Pipeline, t.Target)
 				}
 			}
-			return removeTable(cmd.Context(), a, name, yes, cmd.OutOrStdout())
+			return removeTable(cmd.Context(), a, name, yes, wait, cmd.OutOrStdout())
 		}),
 	}
 	cmd.Flags().StringVar(&table, "table", "", "the removed table (schema.table)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "really forget the table")
+	cmd.Flags().DurationVar(&wait, "wait", defaultRemoveWait, "how long to wait for the slot to move past the table's changes (0: do not wait); the hold is released either way")
 	_ = cmd.MarkFlagRequired("table")
 	return cmd
 }
 
 // removeTable forgets a table the config no longer lists; without yes it only says what it
-// would do.
-func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, out io.Writer) error {
+// would do. It waits up to wait for the slot to move past the table's changes.
+func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, wait time.Duration, out io.Writer) error {
 	sc, err := pipeline.SourceConfigs(a.cfg)(a.cfg.Pipeline)
 	if err != nil {
 		return err
@@ -224,13 +226,13 @@ func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, o
 	if dropped {
 		fmt.Fprintf(out, "dropped table %s from publication %s\n", table, sc.Publication)
 	}
-	return releaseHold(ctx, a, sc, out)
+	return releaseHold(ctx, a, sc, wait, out)
 }
 
 // releaseHold ends the reader's run (reconfigure: the next run skips the table's changes, since
 // it is no longer published) and waits until the slot is confirmed past the server's WAL
-// position of now, which is past every change of the table.
-func releaseHold(ctx context.Context, a *app, sc source.Config, out io.Writer) error {
+// position of now, which is past every change of the table, for at most wait.
+func releaseHold(ctx context.Context, a *app, sc source.Config, wait time.Duration, out io.Writer) error {
 	before, err := source.ReadSlotState(ctx, sc.DSN, sc.Slot)
 	if err != nil {
 		return err
@@ -244,7 +246,7 @@ func releaseHold(ctx context.Context, a *app, sc source.Config, out io.Writer) e
 	if err != nil {
 		return fmt.Errorf("asking the reader of pipeline %s to restart without the table: %w", a.cfg.Pipeline, err)
 	}
-	deadline := time.Now().Add(removeWait)
+	deadline := time.Now().Add(wait)
 	for {
 		s, err := source.ReadSlotState(ctx, sc.DSN, sc.Slot)
 		if err != nil {
@@ -256,7 +258,7 @@ func releaseHold(ctx context.Context, a *app, sc source.Config, out io.Writer) e
 		}
 		if time.Now().After(deadline) {
 			fmt.Fprintf(out, "replication slot %s is still confirmed only up to %s after %s: another table holds it (see `sluice status`)\n",
-				sc.Slot, s.ConfirmedFlush, removeWait)
+				sc.Slot, s.ConfirmedFlush, wait)
 			return nil
 		}
 		select {

@@ -113,7 +113,9 @@ func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
 	if out, err := p.sluiceFails("remove", "--table", "public.c"); err == nil || !strings.Contains(out, "kept: its target") {
 		t.Errorf("sluice remove without --yes: %v\n%s", err, out)
 	}
-	out = p.sluice("remove", "--table", "public.c", "--yes")
+	// --wait 20s: under load the slot can take longer than the command's own minute of waiting
+	// would leave this call (bounded by a minute); the test waits for the slot itself below.
+	out = p.sluice("remove", "--table", "public.c", "--yes", "--wait", "20s")
 	t.Logf("sluice remove:\n%s", out)
 	err := localrun.WaitFor(ctx, "the slot to move past the changes of c", 2*time.Minute, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
