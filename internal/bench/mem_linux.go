@@ -23,15 +23,21 @@ func memTotal() string {
 }
 
 // PeakRSS is the peak resident set size (VmHWM) of process pid in bytes, 0 when unknown.
-func PeakRSS(pid int) int64 {
+func PeakRSS(pid int) int64 { return procStatus(pid, "VmHWM:") }
+
+// CurrentRSS is the resident set size (VmRSS) of process pid in bytes, 0 when unknown.
+func CurrentRSS(pid int) int64 { return procStatus(pid, "VmRSS:") }
+
+// procStatus reads one kB field of /proc/<pid>/status, in bytes.
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, field) {
 			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmHWM:"), "%d", &kb); err == nil {
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, field), "%d", &kb); err == nil {
 				return kb * 1024
 			}
 		}

@@ -39,7 +39,7 @@ type PipelineSpec struct {
 	// so that builds older than the key load the config).
 	SnapshotParallelism int
 	MaxWait             time.Duration
-	// ProfileDir, when set, gets a CPU and a memory profile of each worker process.
+	// ProfileDir, when set, gets a CPU and a heap profile of each worker process.
 	ProfileDir string
 }
 
@@ -52,6 +52,8 @@ type Pipeline struct {
 	Temporal   client.Client
 	worker     *localrun.Worker
 	workers    int
+	heap       *heapWatcher // the running worker's heap watch, nil without profiles
+	prof       Profiles     // the running worker's profiles
 }
 
 // NewPipeline writes spec's config file into spec.Dir and loads it back as the worker will.
@@ -97,29 +99,58 @@ tables:
 func (p *Pipeline) Slot() string { return "sluice_" + strings.ReplaceAll(p.Spec.Name, "-", "_") }
 
 // StartWorker starts a fresh worker process for the pipeline (stopping the previous one), so
-// its peak RSS covers only what follows.
+// its peak RSS and its profiles cover only what follows. With a ProfileDir, the worker writes a
+// CPU profile of its run at exit and serves pprof, whose heap profile is fetched as its RSS
+// grows (see EndPhase).
 func (p *Pipeline) StartWorker() error {
-	if p.worker != nil {
-		if err := p.worker.Stop(); err != nil {
-			return err
-		}
+	if err := p.StopWorker(); err != nil {
+		return err
 	}
 	p.workers++
-	var env []string
+	var env, args []string
+	p.prof = Profiles{}
 	if p.Spec.ProfileDir != "" {
+		if err := os.MkdirAll(p.Spec.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("creating the profile directory: %w", err)
+		}
 		base := filepath.Join(p.Spec.ProfileDir, fmt.Sprintf("%s-worker-%d", p.Spec.Name, p.workers))
-		env = append(env, "SLUICE_CPU_PROFILE="+base+".pprof", "SLUICE_MEM_PROFILE="+base+".mem.pprof")
+		p.prof = Profiles{CPU: base + ".cpu.pprof", Heap: base + ".heap.pprof", Binary: p.Bins.Worker}
+		env = append(env, "SLUICE_CPU_PROFILE="+p.prof.CPU)
+		args = append(args, "--pprof")
 	}
-	w, err := localrun.StartWorker(p.Bins.Worker, p.ConfigPath, filepath.Join(p.Spec.Dir, fmt.Sprintf("worker-%d.log", p.workers)), env)
+	w, err := localrun.StartWorker(p.Bins.Worker, p.ConfigPath, filepath.Join(p.Spec.Dir, fmt.Sprintf("worker-%d.log", p.workers)), env, args...)
 	if err != nil {
 		return err
 	}
 	p.worker = w
+	if p.Spec.ProfileDir != "" {
+		p.heap = watchHeap(w, p.prof.Heap, 250*time.Millisecond)
+	}
 	return nil
+}
+
+// EndPhase ends the heap watch of the running worker and returns its profiles: the heap profile
+// as of the highest RSS seen, and the CPU profile it writes when it stops (so that profile runs
+// until then). Empty without a ProfileDir.
+func (p *Pipeline) EndPhase() Profiles {
+	if p.heap == nil {
+		return p.prof
+	}
+	rss, err := p.heap.Stop()
+	p.heap = nil
+	p.prof.HeapRSS = rss
+	if rss == 0 {
+		p.prof.Heap = ""
+		p.prof.HeapErr = fmt.Sprint(err)
+	}
+	return p.prof
 }
 
 // StopWorker stops the worker process, if one runs.
 func (p *Pipeline) StopWorker() error {
+	if p.heap != nil {
+		p.EndPhase()
+	}
 	if p.worker == nil {
 		return nil
 	}

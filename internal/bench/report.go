@@ -19,6 +19,10 @@ const (
 	// transaction, whose figure is the worker's peak RSS.
 	KindMemoryBackfill = "memory-backfill"
 	KindMemoryTx       = "memory-tx"
+	// KindBaseline is a bulk load a user would write by hand instead of Sluice, per sink.
+	KindBaseline = "baseline"
+	// KindScaling is a backfill at one snapshot_parallelism of the --scaling series.
+	KindScaling = "scaling"
 )
 
 // Result is one measured figure.
@@ -38,6 +42,23 @@ type Result struct {
 	Latency *LatencyResult
 	// Overhead is the fixed cost inside Elapsed (the pipeline's restart), shown separately.
 	Overhead time.Duration
+	// Parallelism is the backfill's source.snapshot_parallelism (0: the worker's default).
+	Parallelism int
+	// Profiles are the worker's profiles of the phase (empty when not profiled).
+	Profiles Profiles
+}
+
+// Profiles are the profiles of one worker process, which ran one phase.
+type Profiles struct {
+	// CPU is the worker's CPU profile of its whole run.
+	CPU string
+	// Heap is the heap profile fetched at the highest RSS seen while the phase ran, HeapRSS.
+	Heap    string
+	HeapRSS int64
+	// HeapErr says why there is no heap profile, when there is none.
+	HeapErr string
+	// Binary is the worker binary, for pprof's symbols.
+	Binary string
 }
 
 // NetRowsPerSec is the throughput without Overhead, 0 when there is none.
@@ -68,7 +89,10 @@ func (r Result) MBPerSec() float64 {
 type Report struct {
 	Date    time.Time
 	Machine string
-	Rows    int
+	// Rows, Bulk, SmallTx and MemoryRows are the workloads' sizes, which the goals state.
+	Rows, Bulk, SmallTx, MemoryRows int
+	// Sinks are the sinks measured (--sinks).
+	Sinks   []string
 	Results []Result
 }
 

@@ -44,7 +44,8 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 	}
 	out = append(out, Result{Name: "sluice backfill into " + t.Kind, Rows: int64(o.Rows), Bytes: o.CopyBytes,
 		Elapsed: time.Since(start), Limit: o.Limit1, Sink: t.Kind, Kind: KindBackfill, PeakRSS: p.WorkerPeakRSS(),
-		Note: fmt.Sprintf("snapshot_chunk_rows %d; MB/s counts limit 1's COPY bytes", o.ChunkRows)})
+		Parallelism: p.Spec.SnapshotParallelism, Profiles: p.EndPhase(),
+		Note: fmt.Sprintf("snapshot_chunk_rows %d%s; MB/s counts limit 1's COPY bytes", o.ChunkRows, parallelismNote(p.Spec.SnapshotParallelism))})
 	if err := p.WaitStream(ctx, LatencyTable, start, time.Minute); err != nil {
 		return out, err
 	}
@@ -58,6 +59,10 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 	if o.SkipLatency {
 		return out, nil
 	}
+	// A fresh worker, so that the latency run has its own peak RSS and profiles.
+	if _, err := measureBacklog(ctx, conn, p, "restart before the latency run", 0, timeout, func(context.Context) error { return nil }); err != nil {
+		return out, err
+	}
 	log.Info("latency", "sink", t.Kind, "rate", o.Rate, "for", o.LatencyFor)
 	probe, err := t.OpenProbe(ctx, p.Config)
 	if err != nil {
@@ -70,7 +75,7 @@ func MeasureSink(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget,
 		return out, err
 	}
 	out = append(out, Result{Name: "sluice latency into " + t.Kind, Rows: lat.Rows, Elapsed: lat.Elapsed, Sink: t.Kind,
-		Kind: KindLatency, Latency: &lat,
+		Kind: KindLatency, Latency: &lat, PeakRSS: p.WorkerPeakRSS(), Profiles: p.EndPhase(),
 		Note: fmt.Sprintf("p50 %s, p99 %s, max %s; asked %d rows/s; %d of %d rows seen; sink polled every %s",
 			lat.P50.Round(time.Millisecond), lat.P99.Round(time.Millisecond), lat.Max.Round(time.Millisecond),
 			lat.Requested, lat.Seen, lat.Rows, poll)})
@@ -123,7 +128,7 @@ func measureStream(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarge
 	if err != nil {
 		return out, err
 	}
-	restart.Sink, restart.Kind, restart.Name = t.Kind, KindRestart, "sluice restart, "+t.Kind
+	restart.Sink, restart.Kind, restart.Name, restart.Profiles = t.Kind, KindRestart, "sluice restart, "+t.Kind, p.EndPhase()
 	restart.Note = "sluice start to a 1-row marker committed: the fixed cost inside each stream figure"
 	out = append(out, restart)
 
@@ -132,6 +137,7 @@ func measureStream(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarge
 	if err != nil {
 		return out, err
 	}
+	bulk.Profiles = p.EndPhase()
 	bulk.Name, bulk.Limit, bulk.Sink, bulk.Kind = "sluice stream into "+t.Kind+", bulk UPDATE in one transaction", o.LimitBulk, t.Kind, KindStreamBulk
 	bulk.Overhead, bulk.Note = restart.Elapsed, "backlog consumed from sluice start, restart included; net: without the restart row's time"
 	out = append(out, bulk)
@@ -141,6 +147,7 @@ func measureStream(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarge
 	if err != nil {
 		return out, err
 	}
+	small.Profiles = p.EndPhase()
 	small.Name, small.Limit, small.Sink, small.Kind = "sluice stream into "+t.Kind+", single-row UPDATE transactions", o.LimitSmall, t.Kind, KindStreamSmall
 	small.Overhead, small.Note = restart.Elapsed, "backlog consumed from sluice start, restart included; net: without the restart row's time"
 	out = append(out, small)
@@ -149,6 +156,7 @@ func measureStream(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarge
 
 // measureBacklog stops the pipeline and its worker, runs workload and a marker, starts a fresh
 // worker and the pipeline, and measures from `sluice start` until orders commits the marker.
+// The phase goes on in the worker: the caller ends it (EndPhase) once it has its figures.
 func measureBacklog(ctx context.Context, conn *pgx.Conn, p *Pipeline, name string, rows int64, timeout time.Duration,
 	workload func(context.Context) error) (Result, error) {
 	if err := p.Stop(ctx); err != nil {
@@ -183,6 +191,8 @@ func measureBacklog(ctx context.Context, conn *pgx.Conn, p *Pipeline, name strin
 type MemoryOptions struct {
 	Rows, Tx  int
 	ChunkRows int
+	// Limit1 names the COPY binary result the memory case's backfill is a ratio to.
+	Limit1 string
 }
 
 // MeasureMemory runs the memory cases on public.orders, which the caller has filled with
@@ -198,8 +208,9 @@ func MeasureMemory(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarge
 		return out, err
 	}
 	out = append(out, Result{Name: fmt.Sprintf("memory: sluice backfill of %d rows into %s", o.Rows, t.Kind), Rows: int64(o.Rows),
-		Elapsed: time.Since(start), Sink: t.Kind, Kind: KindMemoryBackfill, PeakRSS: p.WorkerPeakRSS(),
-		Note: fmt.Sprintf("snapshot_chunk_rows %d; fresh worker", o.ChunkRows)})
+		Elapsed: time.Since(start), Sink: t.Kind, Kind: KindMemoryBackfill, PeakRSS: p.WorkerPeakRSS(), Limit: o.Limit1,
+		Parallelism: p.Spec.SnapshotParallelism, Profiles: p.EndPhase(),
+		Note: fmt.Sprintf("snapshot_chunk_rows %d%s; fresh worker; ratio to limit 1's rate", o.ChunkRows, parallelismNote(p.Spec.SnapshotParallelism))})
 	if err := p.WaitStream(ctx, LatencyTable, start, time.Minute); err != nil {
 		return out, err
 	}
@@ -208,7 +219,32 @@ func MeasureMemory(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarge
 	if err != nil {
 		return out, err
 	}
+	tx.Profiles = p.EndPhase()
 	tx.Name, tx.Sink, tx.Kind = fmt.Sprintf("memory: sluice stream of a %d-row transaction into %s", o.Tx, t.Kind), t.Kind, KindMemoryTx
 	tx.Note = "one UPDATE consumed from the backlog by a fresh worker, restart included"
 	return append(out, tx), nil
+}
+
+// MeasureScaling backfills public.orders (rows rows) into the sink once, with the pipeline's
+// snapshot_parallelism, in a fresh worker and from an empty sink: one point of the --scaling
+// series.
+func MeasureScaling(ctx context.Context, conn *pgx.Conn, p *Pipeline, t SinkTarget, rows int, limit1 string, log *slog.Logger) (Result, error) {
+	defer resetSink(ctx, conn, p, t)()
+	n := max(p.Spec.SnapshotParallelism, 1)
+	log.Info("scaling: backfill", "sink", t.Kind, "rows", rows, "snapshot_parallelism", n)
+	start, _, err := backfill(ctx, conn, p, rows)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Name: fmt.Sprintf("scaling: sluice backfill into %s, snapshot_parallelism %d", t.Kind, n), Rows: int64(rows),
+		Elapsed: time.Since(start), Limit: limit1, Sink: t.Kind, Kind: KindScaling, Parallelism: n,
+		PeakRSS: p.WorkerPeakRSS(), Profiles: p.EndPhase()}, nil
+}
+
+// parallelismNote is the report's mention of a backfill's snapshot_parallelism ("" for the default).
+func parallelismNote(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; snapshot_parallelism %d", n)
 }

@@ -63,14 +63,14 @@ type Worker struct {
 	exited bool // the worker has exited: its pid may be reused, so it is never signalled again
 }
 
-// StartWorker runs the worker binary with the config file and extra environment, its output in
-// logPath.
-func StartWorker(bin, configPath, logPath string, env []string) (*Worker, error) {
+// StartWorker runs the worker binary with the config file, extra environment and extra
+// arguments (after the config and the metrics address), its output in logPath.
+func StartWorker(bin, configPath, logPath string, env []string, args ...string) (*Worker, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening worker log: %w", err)
 	}
-	cmd := exec.Command(bin, "--config", configPath, "--metrics-addr", "127.0.0.1:0", "--shutdown-grace", "5s")
+	cmd := exec.Command(bin, append([]string{"--config", configPath, "--metrics-addr", "127.0.0.1:0", "--shutdown-grace", "5s"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	w := &Worker{cmd: cmd, Log: logPath, done: make(chan struct{})}
