@@ -1,24 +1,33 @@
 // Command bench measures Sluice's backfill and stream against the limits of the PostgreSQL it
-// reads from, in one run, prints one table and writes docs/benchmarks.md. It is separate from the
-// tests: `make bench`.
+// reads from and against what a user would load by hand, in one run, checks issue 21's goals,
+// prints one report and writes docs/benchmarks.md. It is separate from the tests: `make bench`.
 //
 // Limit 1 is COPY binary to nowhere; limit 2 is pg_recvlogical (pgoutput) consuming a bulk
-// UPDATE and many single-row transactions. Then, per sink (--sinks), a pipeline with its own
-// name, slot and task queue backfills public.orders, consumes the same two workloads from its
-// slot's backlog, and inserts at a fixed rate into public.bench_latency while the sink is polled
-// for the rows (end-to-end latency). The worker's peak RSS (VmHWM) is read per phase: a fresh
-// worker process runs each one.
+// UPDATE and many single-row transactions. The baselines are psql's COPY piped into
+// clickhouse-client, and arrow-go writing the rows as Parquet. Then, per sink (--sinks), a
+// pipeline with its own name, slot and task queue backfills public.orders, consumes the same two
+// workloads from its slot's backlog, and inserts at a fixed rate into public.bench_latency while
+// the sink is polled for the rows (end-to-end latency); --scaling backfills again at
+// snapshot_parallelism 1, 2 and 4; the memory cases backfill a larger table and stream one large
+// transaction. A fresh worker process runs each phase: its peak RSS (VmHWM), its CPU profile and
+// its heap profile near that peak are the phase's, and each missed goal is reported with the top
+// of its profile and a place for its causes, written by hand and kept by the next run.
 package main
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +36,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/bench"
 	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -38,11 +48,14 @@ type options struct {
 	memoryRows, memoryTx                 int
 	sinks, memorySinks                   []string
 	skipSluice, skipStream, skipLatency  bool
-	skipMemory                           bool
+	skipMemory, skipBaselines, scaling   bool
 	profileDir, bins                     string
 	latencyFor, maxWait                  time.Duration
 	out                                  string
 }
+
+// scalingParallelism are the snapshot_parallelism values of --scaling.
+func scalingParallelism() []int { return []int{1, 2, 4} }
 
 func main() {
 	var o options
@@ -55,7 +68,7 @@ func main() {
 	flag.IntVar(&o.rate, "rate", bench.GoalLatencyRate, "rows/s of the latency run")
 	flag.DurationVar(&o.latencyFor, "latency-for", 20*time.Second, "how long the latency run inserts")
 	flag.DurationVar(&o.maxWait, "max-wait", time.Second, "batch.max_wait of the benchmark pipelines (the flush interval)")
-	flag.StringVar(&sinks, "sinks", "iceberg,clickhouse,couchbase", "sinks to measure, comma-separated")
+	flag.StringVar(&sinks, "sinks", "iceberg,clickhouse", "sinks to measure, comma-separated (couchbase has no goal: add it by hand; gocaves takes about 20 minutes)")
 	flag.IntVar(&o.memoryRows, "memory-rows", 10_000_000, "rows of the memory case's backfill (public.orders is refilled with them after the throughput runs)")
 	flag.IntVar(&o.memoryTx, "memory-tx", 1_000_000, "rows of the memory case's single transaction, at most --memory-rows")
 	flag.StringVar(&memorySinks, "memory-sinks", "iceberg,clickhouse", "sinks of the memory cases, comma-separated (gocaves keeps every document in its own memory: add couchbase with care)")
@@ -63,7 +76,9 @@ func main() {
 	flag.BoolVar(&o.skipSluice, "skip-sluice", false, "measure only Postgres' limits")
 	flag.BoolVar(&o.skipStream, "skip-stream", false, "leave out the stream workloads (and their limits): backfill and latency only")
 	flag.BoolVar(&o.skipLatency, "skip-latency", false, "leave out the latency run")
-	flag.StringVar(&o.profileDir, "profile-dir", "", "write a CPU profile of each worker process into this directory")
+	flag.StringVar(&o.profileDir, "profile-dir", bench.ProfileDirAuto, "where each worker's CPU profile and its heap profile near its peak RSS go: auto (a fresh directory under the stack directory, never in the repository), off, or a directory")
+	flag.BoolVar(&o.scaling, "scaling", false, "also backfill each sink at snapshot_parallelism 1, 2 and 4 (about 6 more backfills of --rows rows)")
+	flag.BoolVar(&o.skipBaselines, "skip-baselines", false, "leave out the hand-made loads (psql | clickhouse-client, arrow-go Parquet) Sluice's backfill is compared with")
 	flag.StringVar(&o.bins, "bins", "", "use the sluice-worker and sluice binaries in this directory instead of building them (to compare builds)")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the report (empty: do not write)")
 	flag.Parse()
@@ -116,7 +131,18 @@ func run(ctx context.Context, o options) error {
 	}
 	defer conn.Close(context.Background())
 
-	report := bench.Report{Date: time.Now().UTC(), Machine: bench.Machine(), Rows: o.rows}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	if o.profileDir, err = bench.ProfileDir(o.profileDir, stack.Dir, root, os.TempDir(), time.Now()); err != nil {
+		return err
+	}
+	report := bench.Report{Date: time.Now().UTC(), Machine: bench.Machine(), Rows: o.rows, Bulk: o.bulk, SmallTx: o.smallTx,
+		MemoryRows: o.memoryRows, Sinks: o.sinks}
+	if o.skipStream {
+		report.Bulk, report.SmallTx = 0, 0
+	}
 	log.Info("creating public.orders", "rows", o.rows)
 	if err := bench.CreateOrders(ctx, conn, o.rows); err != nil {
 		return err
@@ -129,6 +155,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	report.Results = append(report.Results, limit1)
+	if !o.skipBaselines {
+		baselines, err := measureBaselines(ctx, stack, conn, pg.Extra["bin"], dsn, o, limit1, log)
+		if err != nil {
+			return err
+		}
+		report.Results = append(report.Results, baselines...)
+	}
 
 	bulk := o.bulk
 	so := bench.SinkOptions{Rows: o.rows, Bulk: bulk, SmallTx: o.smallTx, PgBin: pg.Extra["bin"], DSN: dsn,
@@ -141,14 +174,69 @@ func run(ctx context.Context, o options) error {
 	}
 	var failures []string
 	if !o.skipSluice {
-		results, errs, err := measureSluice(ctx, stack, dsn, conn, o, so, log)
+		results, errs, err := measureSluice(ctx, stack, root, dsn, conn, o, so, log)
 		if err != nil {
 			return err
 		}
 		report.Results = append(report.Results, results...)
 		failures = errs
 	}
-	return writeReport(report, o, failures)
+	return writeReport(ctx, report, o, failures)
+}
+
+// moduleRoot is the root of the Sluice module holding the working directory (make bench runs
+// there), where the worker and the starter are built from.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod in %s or above: run the benchmark from the Sluice repository", dir)
+		}
+	}
+}
+
+// measureBaselines measures the hand-made loads of the run's sinks that have one.
+func measureBaselines(ctx context.Context, stack *devstack.Stack, conn *pgx.Conn, pgBin, dsn string, o options, limit1 bench.Result,
+	log *slog.Logger) ([]bench.Result, error) {
+	var out []bench.Result
+	if slices.Contains(o.sinks, "clickhouse") {
+		ch, err := stack.Ensure(ctx, devstack.ServiceClickHouse)
+		if err != nil {
+			return nil, err
+		}
+		host, port, err := net.SplitHostPort(ch.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("ClickHouse address %s: %w", ch.Addr, err)
+		}
+		client, err := exec.LookPath("clickhouse-client")
+		if err != nil {
+			return nil, fmt.Errorf("the ClickHouse baseline needs clickhouse-client (--skip-baselines to leave it out): %w", err)
+		}
+		local, _ := exec.LookPath("clickhouse-local")
+		log.Info("baseline: psql | clickhouse-client")
+		r, err := bench.ClickHouseBaseline(ctx, bench.ClickHouseBaselineOptions{Psql: filepath.Join(pgBin, "psql"), DSN: dsn,
+			Client: client, Local: local, Host: host, Port: port, Database: "sluice_bench_baseline", Rows: limit1.Rows, Limit1: limit1.Name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if slices.Contains(o.sinks, "iceberg") {
+		log.Info("baseline: arrow-go Parquet")
+		rs, err := bench.IcebergBaselines(ctx, conn, bench.IcebergBaselineOptions{Dir: filepath.Join(stack.Dir, "bench-baseline-parquet"),
+			CompressionLevel: config.DefaultCompressionLevel, ChunkRows: o.chunkRows, Limit1: limit1.Name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
 }
 
 // measureStreamLimits measures limit 2 for both stream workloads and names them in so.
@@ -173,13 +261,12 @@ func measureStreamLimits(ctx context.Context, conn *pgx.Conn, pgBin, dsn string,
 
 // measureSluice builds the binaries and measures each sink in turn; a sink that fails is
 // reported and the others still run.
-func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn *pgx.Conn, o options, so bench.SinkOptions,
+func measureSluice(ctx context.Context, stack *devstack.Stack, root, dsn string, conn *pgx.Conn, o options, so bench.SinkOptions,
 	log *slog.Logger) ([]bench.Result, []string, error) {
 	temporal, err := stack.Ensure(ctx, devstack.ServiceTemporal)
 	if err != nil {
 		return nil, nil, err
 	}
-	root := filepath.Dir(stack.Dir)
 	work := filepath.Join(stack.Dir, "bench")
 	if err := os.RemoveAll(work); err != nil {
 		return nil, nil, err
@@ -201,7 +288,7 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 	var failures []string
 	// each runs measure on every sink of kinds, a pipeline of its own under work/<kind><suffix>;
 	// a sink that fails is reported and the others still run.
-	each := func(kinds []string, suffix, what string,
+	each := func(kinds []string, suffix, what string, parallelism int,
 		measure func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error)) error {
 		for _, kind := range kinds {
 			dir := filepath.Join(work, kind+suffix)
@@ -211,7 +298,7 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 			}
 			p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
 				SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
-				SnapshotChunkRows: o.chunkRows, SnapshotParallelism: o.parallelism, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
+				SnapshotChunkRows: o.chunkRows, SnapshotParallelism: parallelism, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
 			if err != nil {
 				return err
 			}
@@ -227,10 +314,24 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 		}
 		return nil
 	}
-	if err := each(o.sinks, "", "throughput", func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
+	if err := each(o.sinks, "", "throughput", o.parallelism, func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
 		return bench.MeasureSink(ctx, conn, p, t, so, log)
 	}); err != nil {
 		return out, failures, err
+	}
+	if o.scaling {
+		for _, n := range scalingParallelism() {
+			if err := each(o.sinks, fmt.Sprintf("-scaling-%d", n), fmt.Sprintf("scaling, snapshot_parallelism %d", n), n,
+				func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
+					r, err := bench.MeasureScaling(ctx, conn, p, t, o.rows, so.Limit1, log)
+					if err != nil {
+						return nil, err
+					}
+					return []bench.Result{r}, nil
+				}); err != nil {
+				return out, failures, err
+			}
+		}
 	}
 	if o.skipMemory || len(o.memorySinks) == 0 {
 		return out, failures, nil
@@ -239,8 +340,8 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, dsn string, conn 
 	if err := bench.CreateOrders(ctx, conn, o.memoryRows); err != nil {
 		return out, failures, err
 	}
-	mo := bench.MemoryOptions{Rows: o.memoryRows, Tx: o.memoryTx, ChunkRows: o.chunkRows}
-	err = each(o.memorySinks, "-memory", "memory cases", func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
+	mo := bench.MemoryOptions{Rows: o.memoryRows, Tx: o.memoryTx, ChunkRows: o.chunkRows, Limit1: so.Limit1}
+	err = each(o.memorySinks, "-memory", "memory cases", o.parallelism, func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error) {
 		return bench.MeasureMemory(ctx, conn, p, t, mo, log)
 	})
 	return out, failures, err
@@ -268,87 +369,40 @@ func sinkTarget(ctx context.Context, stack *devstack.Stack, kind, dir string) (b
 	return bench.SinkTarget{}, fmt.Errorf("--sinks: unknown sink %q; use iceberg, clickhouse or couchbase", kind)
 }
 
-func writeReport(report bench.Report, o options, failures []string) error {
+// writeReport writes the report to stdout and to --out, keeping the hand-written blocks of the
+// report it replaces. When those blocks cannot be read (damaged markers), --out is left as it is
+// and the new report goes next to it, so that no hand-written text is lost.
+func writeReport(ctx context.Context, report bench.Report, o options, failures []string) error {
+	var old []byte
+	if o.out != "" {
+		var err error
+		if old, err = os.ReadFile(o.out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("reading %s: %w", o.out, err)
+		}
+	}
+	kept, keptErr := bench.ParseKept(string(old))
+	if keptErr != nil {
+		kept, _ = bench.ParseKept("")
+	}
+	doc := bench.Document{Report: &report, MaxWait: o.maxWait, Failures: failures, Top: bench.PprofTop(15),
+		Flags: fmt.Sprintf("--rows %d --bulk %d --small-tx %d --chunk-rows %d --parallelism %d --rate %d --latency-for %s --max-wait %s --sinks %s --memory-rows %d --memory-tx %d --memory-sinks %s --scaling=%t --profile-dir %s",
+			o.rows, o.bulk, o.smallTx, o.chunkRows, o.parallelism, o.rate, o.latencyFor, o.maxWait, strings.Join(o.sinks, ","),
+			o.memoryRows, o.memoryTx, strings.Join(o.memorySinks, ","), o.scaling, o.profileDir)}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# Benchmarks\n\nMeasured %s on %s, with a %d-row, 7-column table (`make bench`, flags: --rows %d --bulk %d --small-tx %d --chunk-rows %d --rate %d --latency-for %s --max-wait %s --memory-rows %d --memory-tx %d --memory-sinks %s).\n\n",
-		report.Date.Format("2006-01-02 15:04 MST"), report.Machine, o.rows, o.rows, o.bulk, o.smallTx, o.chunkRows, o.rate, o.latencyFor, o.maxWait,
-		o.memoryRows, o.memoryTx, strings.Join(o.memorySinks, ","))
-	report.WriteTable(&buf)
-	if !o.skipSluice {
-		fmt.Fprintf(&buf, "\n## Goals (issue 9)\n\n")
-		bench.WriteChecks(&buf, report.Checks(o.maxWait))
-		for _, f := range failures {
-			fmt.Fprintf(&buf, "\nA sink failed during the run: %s\n", f)
-		}
-		fmt.Fprint(&buf, methodNotes)
-	}
-	if o.out != "" {
-		buf.WriteString(keptSection(o.out, beforeAfterHeading))
-	}
+	doc.Write(ctx, &buf, kept)
 	os.Stdout.Write(buf.Bytes())
-	if o.out != "" {
-		if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", o.out, err)
+	if o.out == "" {
+		return nil
+	}
+	if keptErr != nil {
+		side := o.out + ".new"
+		if err := os.WriteFile(side, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", side, err)
 		}
+		return fmt.Errorf("%s was left as it is, the new report is %s: its hand-written blocks cannot be read: %w", o.out, side, keptErr)
+	}
+	if err := os.WriteFile(o.out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", o.out, err)
 	}
 	return nil
 }
-
-// beforeAfterHeading starts the hand-written section of the report that names each performance
-// fix and its measured gain; a new run keeps it.
-const beforeAfterHeading = "## Before and after"
-
-// keptSection returns the section of the report at path that starts with heading, up to the
-// next second-level heading, or "" when there is none.
-func keptSection(path, heading string) string {
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	text := string(old)
-	i := strings.Index(text, "\n"+heading)
-	if i < 0 {
-		return ""
-	}
-	section := text[i:]
-	if j := strings.Index(section[len(heading)+1:], "\n## "); j >= 0 {
-		section = section[:len(heading)+1+j]
-	}
-	return strings.TrimRight(section, "\n") + "\n"
-}
-
-const methodNotes = `
-## How the figures are taken
-
-- **Limits** are measured first in the same run: limit 1 copies public.orders with COPY (FORMAT
-  binary) to nowhere; limit 2 runs pg_recvlogical (pgoutput) from a slot created before the
-  workload to the WAL end after it, started once the workload has committed.
-- **Pipelines.** Each sink gets its own pipeline (bench-<sink>: its own slot, publication and task
-  queue) over the same public.orders and public.bench_latency, one sink after the other, with
-  batch.max_rows 100000, batch.max_bytes 64MiB and the batch.max_wait above.
-- **Backfill** runs from sluice start until the orders table's workflow reports phase stream with
-  a committed position (status query, polled every 100 ms). MB/s counts limit 1's COPY bytes.
-- **Stream.** Like limit 2, each workload runs while the pipeline is stopped (sluice stop, worker
-  stopped), followed by a one-row marker transaction whose pre-commit WAL position is recorded.
-  A fresh worker starts, then sluice start; the figure runs until the table's committed position
-  reaches the marker (positions advance only by committed batches, in commit order). The figure
-  therefore includes the restart: the "restart" row is that fixed cost with no workload.
-- **Latency.** With the pipeline streaming, one connection inserts into public.bench_latency at
-  the asked rate (a transaction every 10 ms, ids increasing). The sink is polled every 100 ms for
-  the largest id visible (ClickHouse max(id), an Iceberg scan of new ids when the table's metadata
-  changed, Couchbase gets that gallop and bisect over the ids); a row's latency is the end of the
-  first poll that sees it minus the moment its COMMIT returned to the client.
-- **Caching.** Limit 1 runs right after the table is created and vacuumed, so its pages are in
-  memory (hence a faster COPY than ENVIRONMENT.md's 350k rows/s); so are they for the backfills.
-  Each sink's backfill reads public.orders after the earlier sinks' stream workloads (vacuumed
-  before each backfill).
-- **Memory** is the worker process's VmHWM: each phase runs in a fresh worker process. The
-  memory cases run last: public.orders is refilled with --memory-rows rows, each memory sink
-  backfills it (from sluice start to phase stream), then one UPDATE of --memory-tx rows in a
-  single transaction is consumed from the backlog by a fresh worker, as the stream figures are.
-  Workers run with their default --memory-limit (auto: without GOMEMLIMIT or a container limit,
-  seven batches of batch.max_bytes, 448 MiB here).
-- The machine is shared (other builds and test runs use the same 2 cores); figures are noisy.
-  Couchbase is gocaves, Couchbase's in-memory mock (no real server installs here), and
-  ClickHouse is 18.16: their figures say more about these stand-ins than about the sinks.
-`
