@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -49,10 +50,13 @@ type options struct {
 	sinks, memorySinks                   []string
 	skipSluice, skipStream, skipLatency  bool
 	skipMemory, skipBaselines, scaling   bool
-	profileDir, bins                     string
+	profileDir, bins, name               string
 	latencyFor, maxWait                  time.Duration
 	out                                  string
 }
+
+// validName is what --name may be: it becomes a database, slot and directory name.
+var validName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,30}$`)
 
 // scalingParallelism are the snapshot_parallelism values of --scaling.
 func scalingParallelism() []int { return []int{1, 2, 4} }
@@ -80,6 +84,7 @@ func main() {
 	flag.BoolVar(&o.scaling, "scaling", false, "also backfill each sink at snapshot_parallelism 1, 2 and 4 (about 6 more backfills of --rows rows)")
 	flag.BoolVar(&o.skipBaselines, "skip-baselines", false, "leave out the hand-made loads (psql | clickhouse-client, arrow-go Parquet) Sluice's backfill is compared with")
 	flag.StringVar(&o.bins, "bins", "", "use the sluice-worker and sluice binaries in this directory instead of building them (to compare builds)")
+	flag.StringVar(&o.name, "name", "bench", "name of the run's database (sluice_NAME), pipelines (NAME-<sink>), ClickHouse database and stack directory: another name lets two runs share one stack")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "where to write the report (empty: do not write)")
 	flag.Parse()
 	if o.bulk <= 0 || o.bulk > o.rows {
@@ -92,6 +97,10 @@ func main() {
 		o.memoryTx = min(1_000_000, o.memoryRows)
 	}
 	o.sinks, o.memorySinks = splitList(sinks), splitList(memorySinks)
+	if !validName.MatchString(o.name) {
+		fmt.Fprintf(os.Stderr, "bench: --name %q: use lowercase letters, digits and underscores, starting with a letter\n", o.name)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -121,7 +130,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	dsn, err := devstack.FreshDatabase(ctx, pg.URL, "sluice_bench")
+	dsn, err := devstack.FreshDatabase(ctx, pg.URL, "sluice_"+o.name)
 	if err != nil {
 		return err
 	}
@@ -135,7 +144,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if o.profileDir, err = bench.ProfileDir(o.profileDir, stack.Dir, root, os.TempDir(), time.Now()); err != nil {
+	if o.profileDir, err = bench.ProfileDir(o.profileDir, filepath.Join(stack.Dir, o.name+"-profiles"), root, os.TempDir(), time.Now()); err != nil {
 		return err
 	}
 	report := bench.Report{Date: time.Now().UTC(), Machine: bench.Machine(), Rows: o.rows, Bulk: o.bulk, SmallTx: o.smallTx,
@@ -221,7 +230,7 @@ func measureBaselines(ctx context.Context, stack *devstack.Stack, conn *pgx.Conn
 		local, _ := exec.LookPath("clickhouse-local")
 		log.Info("baseline: psql | clickhouse-client")
 		r, err := bench.ClickHouseBaseline(ctx, bench.ClickHouseBaselineOptions{Psql: filepath.Join(pgBin, "psql"), DSN: dsn,
-			Client: client, Local: local, Host: host, Port: port, Database: "sluice_bench_baseline", Rows: limit1.Rows, Limit1: limit1.Name})
+			Client: client, Local: local, Host: host, Port: port, Database: "sluice_" + o.name + "_baseline", Rows: limit1.Rows, Limit1: limit1.Name})
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +238,7 @@ func measureBaselines(ctx context.Context, stack *devstack.Stack, conn *pgx.Conn
 	}
 	if slices.Contains(o.sinks, "iceberg") {
 		log.Info("baseline: arrow-go Parquet")
-		rs, err := bench.IcebergBaselines(ctx, conn, bench.IcebergBaselineOptions{Dir: filepath.Join(stack.Dir, "bench-baseline-parquet"),
+		rs, err := bench.IcebergBaselines(ctx, conn, bench.IcebergBaselineOptions{Dir: filepath.Join(stack.Dir, o.name+"-baseline-parquet"),
 			CompressionLevel: config.DefaultCompressionLevel, ChunkRows: o.chunkRows, Limit1: limit1.Name})
 		if err != nil {
 			return nil, err
@@ -267,7 +276,7 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, root, dsn string,
 	if err != nil {
 		return nil, nil, err
 	}
-	work := filepath.Join(stack.Dir, "bench")
+	work := filepath.Join(stack.Dir, o.name)
 	if err := os.RemoveAll(work); err != nil {
 		return nil, nil, err
 	}
@@ -292,11 +301,11 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, root, dsn string,
 		measure func(p *bench.Pipeline, t bench.SinkTarget) ([]bench.Result, error)) error {
 		for _, kind := range kinds {
 			dir := filepath.Join(work, kind+suffix)
-			target, err := sinkTarget(ctx, stack, kind, dir)
+			target, err := sinkTarget(ctx, stack, kind, dir, o.name)
 			if err != nil {
 				return err
 			}
-			p, err := bench.NewPipeline(bench.PipelineSpec{Name: "bench-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
+			p, err := bench.NewPipeline(bench.PipelineSpec{Name: o.name + "-" + kind, Dir: dir, SourceDSN: dsn, TemporalAddr: temporal.Addr,
 				SinkYAML: target.SinkYAML, OrdersTarget: target.OrdersTarget, LatencyTarget: target.LatencyTarget,
 				SnapshotChunkRows: o.chunkRows, SnapshotParallelism: parallelism, MaxWait: o.maxWait, ProfileDir: o.profileDir}, bins, tc)
 			if err != nil {
@@ -348,7 +357,7 @@ func measureSluice(ctx context.Context, stack *devstack.Stack, root, dsn string,
 }
 
 // sinkTarget starts the sink's service when it has one and describes where the run writes.
-func sinkTarget(ctx context.Context, stack *devstack.Stack, kind, dir string) (bench.SinkTarget, error) {
+func sinkTarget(ctx context.Context, stack *devstack.Stack, kind, dir, name string) (bench.SinkTarget, error) {
 	switch kind {
 	case "iceberg":
 		return bench.IcebergTarget(dir), nil
@@ -357,13 +366,13 @@ func sinkTarget(ctx context.Context, stack *devstack.Stack, kind, dir string) (b
 		if err != nil {
 			return bench.SinkTarget{}, err
 		}
-		return bench.ClickHouseTarget(ch.Addr, "sluice_bench"), nil
+		return bench.ClickHouseTarget(ch.Addr, "sluice_"+name), nil
 	case "couchbase":
 		cb, err := stack.Ensure(ctx, devstack.ServiceCouchbase)
 		if err != nil {
 			return bench.SinkTarget{}, err
 		}
-		scope := fmt.Sprintf("bench%d", time.Now().Unix())
+		scope := fmt.Sprintf("%s%d", strings.ReplaceAll(name, "_", ""), time.Now().Unix())
 		return bench.CouchbaseTarget(cb.URL, cb.Extra["username"], cb.Extra["password"], cb.Extra["bucket"], scope), nil
 	}
 	return bench.SinkTarget{}, fmt.Errorf("--sinks: unknown sink %q; use iceberg, clickhouse or couchbase", kind)
@@ -385,9 +394,9 @@ func writeReport(ctx context.Context, report bench.Report, o options, failures [
 		kept, _ = bench.ParseKept("")
 	}
 	doc := bench.Document{Report: &report, MaxWait: o.maxWait, Failures: failures, Top: bench.PprofTop(15),
-		Flags: fmt.Sprintf("--rows %d --bulk %d --small-tx %d --chunk-rows %d --parallelism %d --rate %d --latency-for %s --max-wait %s --sinks %s --memory-rows %d --memory-tx %d --memory-sinks %s --scaling=%t --profile-dir %s",
+		Flags: fmt.Sprintf("--rows %d --bulk %d --small-tx %d --chunk-rows %d --parallelism %d --rate %d --latency-for %s --max-wait %s --sinks %s --memory-rows %d --memory-tx %d --memory-sinks %s --scaling=%t --profile-dir %s --name %s",
 			o.rows, o.bulk, o.smallTx, o.chunkRows, o.parallelism, o.rate, o.latencyFor, o.maxWait, strings.Join(o.sinks, ","),
-			o.memoryRows, o.memoryTx, strings.Join(o.memorySinks, ","), o.scaling, o.profileDir)}
+			o.memoryRows, o.memoryTx, strings.Join(o.memorySinks, ","), o.scaling, o.profileDir, o.name)}
 	var buf bytes.Buffer
 	doc.Write(ctx, &buf, kept)
 	os.Stdout.Write(buf.Bytes())

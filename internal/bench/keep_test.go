@@ -16,7 +16,7 @@ func TestParseKept(t *testing.T) {
 		{name: "no earlier report", doc: "", want: map[string]string{}},
 		{name: "no blocks", doc: "# Benchmarks\n\ntext\n", want: map[string]string{}},
 		{name: "two blocks, text around them dropped",
-			doc: "gen\n<!-- keep: a -->\nhand 1\n\nhand 2\n<!-- /keep: a -->\ngen\n<!-- keep: causes/iceberg/backfill -->\n1. slow\n<!-- /keep: causes/iceberg/backfill -->\n",
+			doc:  "gen\n<!-- keep: a -->\nhand 1\n\nhand 2\n<!-- /keep: a -->\ngen\n<!-- keep: causes/iceberg/backfill -->\n1. slow\n<!-- /keep: causes/iceberg/backfill -->\n",
 			want: map[string]string{"a": "hand 1\n\nhand 2", "causes/iceberg/backfill": "1. slow"}},
 		{name: "an empty block", doc: "<!-- keep: a -->\n<!-- /keep: a -->\n", want: map[string]string{"a": ""}},
 		{name: "CRLF line ends", doc: "<!-- keep: a -->\r\nx\r\n<!-- /keep: a -->\r\n", want: map[string]string{"a": "x"}},

@@ -19,16 +19,15 @@ import (
 const ProfileDirAuto = "auto"
 
 // ProfileDir resolves --profile-dir: "" or "off" profiles nothing; "auto" is a fresh directory
-// named after now under stackDir/bench-profiles, or under tmp when the stack directory lies in
-// the repository at repoRoot; any other path is used as given, unless it lies in the repository
+// named after now under base (a directory of the stack), or under tmp when base lies in the
+// repository at repoRoot; any other path is used as given, unless it lies in the repository
 // (profiles are large and never committed).
-func ProfileDir(flag, stackDir, repoRoot, tmp string, now time.Time) (string, error) {
+func ProfileDir(flag, base, repoRoot, tmp string, now time.Time) (string, error) {
 	switch flag {
 	case "", "off":
 		return "", nil
 	case ProfileDirAuto:
-		base := filepath.Join(stackDir, "bench-profiles")
-		if within(repoRoot, stackDir) {
+		if within(repoRoot, base) {
 			base = filepath.Join(tmp, "sluice-bench-profiles")
 		}
 		return filepath.Join(base, now.UTC().Format("20060102-150405")), nil

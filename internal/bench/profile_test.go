@@ -18,17 +18,17 @@ func TestProfileDir(t *testing.T) {
 		name, flag, stack, repo string
 		want, wantErr           string
 	}{
-		{name: "off", flag: "off", stack: "/work/stack", repo: "/work/main"},
-		{name: "empty is off", flag: "", stack: "/work/stack", repo: "/work/main"},
-		{name: "auto under the stack", flag: "auto", stack: "/work/stack", repo: "/work/main", want: "/work/stack/bench-profiles/20261205-041000"},
-		{name: "auto with the stack in the repository goes to tmp", flag: "auto", stack: "/work/main/.stack", repo: "/work/main",
+		{name: "off", flag: "off", stack: "/work/stack/bench-profiles", repo: "/work/main"},
+		{name: "empty is off", flag: "", stack: "/work/stack/bench-profiles", repo: "/work/main"},
+		{name: "auto under the stack", flag: "auto", stack: "/work/stack/bench-profiles", repo: "/work/main", want: "/work/stack/bench-profiles/20261205-041000"},
+		{name: "auto with the stack in the repository goes to tmp", flag: "auto", stack: "/work/main/.stack/bench-profiles", repo: "/work/main",
 			want: "/tmp/sluice-bench-profiles/20261205-041000"},
-		{name: "a sibling that shares a prefix is not inside", flag: "auto", stack: "/work/main-stack", repo: "/work/main",
+		{name: "a sibling that shares a prefix is not inside", flag: "auto", stack: "/work/main-stack/bench-profiles", repo: "/work/main",
 			want: "/work/main-stack/bench-profiles/20261205-041000"},
-		{name: "a directory outside", flag: "/var/prof", stack: "/work/stack", repo: "/work/main", want: "/var/prof"},
-		{name: "a directory in the repository", flag: "/work/main/profiles", stack: "/work/stack", repo: "/work/main",
+		{name: "a directory outside", flag: "/var/prof", stack: "/work/stack/bench-profiles", repo: "/work/main", want: "/var/prof"},
+		{name: "a directory in the repository", flag: "/work/main/profiles", stack: "/work/stack/bench-profiles", repo: "/work/main",
 			wantErr: "inside the repository"},
-		{name: "the repository itself", flag: "/work/main", stack: "/work/stack", repo: "/work/main", wantErr: "inside the repository"},
+		{name: "the repository itself", flag: "/work/main", stack: "/work/stack/bench-profiles", repo: "/work/main", wantErr: "inside the repository"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

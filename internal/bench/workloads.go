@@ -23,12 +23,20 @@ func BulkUpdate(conn *pgx.Conn, n int) func(context.Context) error {
 // random key of public.orders (1..rows).
 func SmallTransactions(binDir, dsn string, n, rows int) func(context.Context) error {
 	return func(ctx context.Context) error {
-		script := filepath.Join(os.TempDir(), "sluice-bench-small-tx.sql")
-		body := fmt.Sprintf("\\set id random(1, %d)\nUPDATE public.orders SET updated_at = updated_at + interval '1 second' WHERE id = :id;\n", rows)
-		if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
-			return err
+		f, err := os.CreateTemp("", "sluice-bench-small-tx-*.sql") // a run of its own: runs may share a machine
+		if err != nil {
+			return fmt.Errorf("writing the pgbench script: %w", err)
 		}
-		defer os.Remove(script)
+		defer os.Remove(f.Name())
+		body := fmt.Sprintf("\\set id random(1, %d)\nUPDATE public.orders SET updated_at = updated_at + interval '1 second' WHERE id = :id;\n", rows)
+		if _, err := f.WriteString(body); err != nil {
+			f.Close()
+			return fmt.Errorf("writing the pgbench script: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing the pgbench script: %w", err)
+		}
+		script := f.Name()
 		const clients = 4
 		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "pgbench"), "-n", "-c", strconv.Itoa(clients), "-j", "2",
 			"-t", strconv.Itoa(n/clients), "-f", script, dsn)
