@@ -238,8 +238,10 @@ func measureBaselines(ctx context.Context, stack *devstack.Stack, conn *pgx.Conn
 	}
 	if slices.Contains(o.sinks, "iceberg") {
 		log.Info("baseline: arrow-go Parquet")
-		rs, err := bench.IcebergBaselines(ctx, conn, bench.IcebergBaselineOptions{Dir: filepath.Join(stack.Dir, o.name+"-baseline-parquet"),
+		dir := filepath.Join(stack.Dir, o.name+"-baseline-parquet")
+		rs, err := bench.IcebergBaselines(ctx, conn, bench.IcebergBaselineOptions{Dir: dir,
 			CompressionLevel: config.DefaultCompressionLevel, ChunkRows: o.chunkRows, Limit1: limit1.Name})
+		_ = os.RemoveAll(dir)
 		if err != nil {
 			return nil, err
 		}

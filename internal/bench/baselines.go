@@ -124,7 +124,7 @@ func (o ClickHouseBaselineOptions) client(ctx context.Context, query string) (st
 
 // IcebergBaselineOptions say what the Iceberg baseline reads and where it writes.
 type IcebergBaselineOptions struct {
-	Dir string // scratch directory for the Parquet files, removed afterwards
+	Dir string // directory of the Parquet files (read-and-write.parquet, write-only.parquet): the caller removes it
 	// CompressionLevel is the sink's zstd level (sink.iceberg.compression_level).
 	CompressionLevel int
 	ChunkRows        int // rows per Arrow record, as the backfill's chunks
@@ -173,7 +173,6 @@ func IcebergBaselines(ctx context.Context, conn *pgx.Conn, o IcebergBaselineOpti
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", o.Dir, err)
 	}
-	defer os.RemoveAll(o.Dir)
 	schema := ordersArrow()
 	var recs []arrow.RecordBatch
 	defer func() {
