@@ -5,7 +5,8 @@
 #   make test   every test, against real services started by cmd/devstack (unit packages
 #               with the race detector)
 #   make stop   stop the services devstack started
-#   make bench  throughput against Postgres' own limits, written to docs/benchmarks.md
+#   make bench  issue 21's goals, baselines and profiles of every miss, written to
+#               docs/benchmarks.md (BENCH_FLAGS=--scaling adds the parallelism series)
 #   make proto  regenerate the plugin protocol's Go code (sinks/plugin/proto) from its .proto
 SHELL := /bin/bash
 GO ?= go
@@ -63,7 +64,7 @@ stop:
 	@$(GO) run ./cmd/devstack stop
 
 bench: tools
-	@$(GO) run ./cmd/bench
+	@$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 proto:
 	@scripts/gen-proto.sh

@@ -97,7 +97,7 @@ func ClickHouseBaseline(ctx context.Context, o ClickHouseBaselineOptions) (Resul
 		if n, _ := strconv.ParseInt(count, 10, 64); n != o.Rows {
 			return Result{}, fmt.Errorf("ClickHouse baseline as %s: %s rows loaded, want %d", f.name, count, o.Rows)
 		}
-		r := Result{Name: "baseline: psql COPY | clickhouse-client, " + f.name, Rows: o.Rows, Elapsed: elapsed,
+		r := Result{Name: "baseline: psql COPY piped into clickhouse-client, " + f.name, Rows: o.Rows, Elapsed: elapsed,
 			Sink: "clickhouse", Kind: KindBaseline, Limit: o.Limit1}
 		tried = append(tried, fmt.Sprintf("%s %.0f rows/s", f.name, r.RowsPerSec()))
 		if best.Elapsed == 0 || r.Elapsed < best.Elapsed {

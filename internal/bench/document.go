@@ -117,7 +117,7 @@ func (r *Report) WriteBaselines(w io.Writer) {
 				continue
 			}
 			lines = append(lines, fmt.Sprintf("| %s | %.0f rows/s | %.2fx | %s | %.0f rows/s | %.2fx |", sink,
-				backfill.RowsPerSec(), r.Ratio(*backfill), b.Name, b.RowsPerSec(), RatioTo(*backfill, b)))
+				backfill.RowsPerSec(), r.Ratio(*backfill), cell(b.Name), b.RowsPerSec(), RatioTo(*backfill, b)))
 		}
 	}
 	if len(lines) == 0 {

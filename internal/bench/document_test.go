@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +163,21 @@ func TestHandWrittenCausesSurvive(t *testing.T) {
 				t.Errorf("a run over its own output changed it:\n--- second\n%s\n--- third\n%s", second, third)
 			}
 		})
+	}
+}
+
+// TestDocsHaveTheMethod: docs/benchmarks.md states the method the code follows (a run writes
+// it; a change of method.md without a run must update the docs too).
+func TestDocsHaveTheMethod(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), strings.TrimRight(MethodNotes(), "\n")) {
+		t.Fatal("docs/benchmarks.md's method section differs from internal/bench/method.md: copy it over, or run make bench")
+	}
+	if _, err := ParseKept(string(b)); err != nil {
+		t.Fatalf("docs/benchmarks.md's hand-written blocks cannot be read, so make bench would not write it: %v", err)
 	}
 }

@@ -89,6 +89,8 @@ func TestChecks(t *testing.T) {
 			sinks: []string{"iceberg"}, missed: []string{"iceberg/latency"}},
 		{name: "one phase over the RSS goal", results: replace(base, at("iceberg", KindMemoryTx, "", 0, GoalPeakRSS+1)),
 			sinks: []string{"iceberg"}, missed: []string{"iceberg/peak-rss"}},
+		{name: "the scaling series is not a phase of the RSS goal", results: replace(base, at("iceberg", KindScaling, "copy", 1, 2*GoalPeakRSS)),
+			sinks: []string{"iceberg"}},
 		{name: "a phase not run is listed, not met", results: without(base, KindStreamSmall),
 			sinks: []string{"iceberg"}, missed: []string{"iceberg/stream-small"}, unmeasured: []string{"iceberg/stream-small"}},
 		{name: "a goal sink with nothing measured lists every goal", results: base, sinks: []string{"iceberg", "clickhouse"},

@@ -140,7 +140,10 @@ func (r Report) WriteTable(w io.Writer) {
 		if res.PeakRSS > 0 {
 			rss = fmt.Sprintf("%d MiB", res.PeakRSS>>20)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s |\n", res.Name, res.Rows,
-			res.Elapsed.Round(time.Millisecond), res.RowsPerSec(), mb, ratio, rss, strings.ReplaceAll(res.Note, "|", "/"))
+		fmt.Fprintf(w, "| %s | %d | %s | %.0f | %s | %s | %s | %s |\n", cell(res.Name), res.Rows,
+			res.Elapsed.Round(time.Millisecond), res.RowsPerSec(), mb, ratio, rss, cell(res.Note))
 	}
 }
+
+// cell is text made safe for a Markdown table cell: a "|" would end the cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
