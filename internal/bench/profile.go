@@ -83,7 +83,7 @@ func watchHeap(w *localrun.Worker, path string, interval time.Duration) *heapWat
 			taken := h.rss
 			h.mu.Unlock()
 			if rss > 0 && rss >= taken+max(8<<20, taken/20) {
-				if err := fetchHeap(ctx, client, "http://"+addr+"/debug/pprof/heap", path); err != nil {
+				if err := fetchHeap(ctx, client, "http://"+addr+"/debug/pprof/heap", path, memStatsPath(path)); err != nil {
 					if ctx.Err() != nil {
 						return
 					}
@@ -123,34 +123,74 @@ func (h *heapWatcher) Stop() (int64, error) {
 	return h.rss, h.err
 }
 
-// fetchHeap writes the heap profile at url to path, through a temporary file so that a failed
-// fetch leaves the previous profile.
-func fetchHeap(ctx context.Context, client *http.Client, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// fetchHeap writes the heap profile at url to path, and the runtime's MemStats of the same moment
+// (from the text form of the profile) to statsPath, each through a temporary file so that a
+// failed fetch leaves the previous ones.
+func fetchHeap(ctx context.Context, client *http.Client, url, path, statsPath string) error {
+	body, err := get(ctx, client, url)
 	if err != nil {
 		return err
 	}
+	text, err := get(ctx, client, url+"?debug=1")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(path, body); err != nil {
+		return err
+	}
+	return writeFile(statsPath, memStats(text))
+}
+
+func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetching %s: %w", url, err)
+		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetching %s: %s", url, resp.Status)
+		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", tmp, err)
+		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return fmt.Errorf("fetching %s: %w", url, err)
-	}
-	if err := f.Close(); err != nil {
+	return b, nil
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", tmp, err)
 	}
 	return os.Rename(tmp, path)
+}
+
+// memStatsPath is where the MemStats of the heap profile at heap go.
+func memStatsPath(heap string) string { return strings.TrimSuffix(heap, ".pprof") + ".memstats.txt" }
+
+// memStatsFields are the MemStats lines a memory miss shows: where the RSS goes besides the live
+// heap (idle spans not yet returned, stacks, the GC's target).
+func memStatsFields() []string {
+	return []string{"# Sys = ", "# HeapAlloc = ", "# HeapInuse = ", "# HeapIdle = ", "# HeapReleased = ",
+		"# Stack = ", "# NextGC = ", "# NumGC = "}
+}
+
+// memStats picks memStatsFields out of a heap profile's text form (debug=1).
+func memStats(text []byte) []byte {
+	var b strings.Builder
+	fields := memStatsFields()
+	for line := range strings.SplitSeq(string(text), "\n") {
+		for _, f := range fields {
+			if strings.HasPrefix(line, f) {
+				b.WriteString(line + "\n")
+			}
+		}
+	}
+	return []byte(b.String())
 }
 
 // TopFunc renders the top of a phase's profile: the CPU profile, or the heap profile when memory.
@@ -171,6 +211,13 @@ func PprofTop(nodes int) TopFunc {
 			return "", fmt.Errorf("profile missing: %w", err)
 		}
 		var b strings.Builder
+		if memory {
+			if stats, err := os.ReadFile(memStatsPath(path)); err == nil && len(stats) > 0 {
+				b.WriteString("runtime.MemStats when the profile was taken:\n")
+				b.Write(stats)
+				b.WriteString("\n")
+			}
+		}
 		for i, view := range views {
 			args := append([]string{"tool", "pprof", fmt.Sprintf("-nodecount=%d", nodes)}, view...)
 			if p.Binary != "" {

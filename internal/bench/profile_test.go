@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	httppprof "net/http/pprof"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -109,5 +112,39 @@ func TestPprofTop(t *testing.T) {
 				t.Errorf("output keeps pprof's File line:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestFetchHeap fetches this test process's heap profile over net/http/pprof, as the watcher
+// does from a worker started with --pprof.
+func TestFetchHeap(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	heap := filepath.Join(dir, "w-1.heap.pprof")
+	if err := fetchHeap(context.Background(), srv.Client(), srv.URL+"/debug/pprof/heap", heap, memStatsPath(heap)); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := os.ReadFile(filepath.Join(dir, "w-1.heap.memstats.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range memStatsFields() {
+		if !strings.Contains(string(stats), f) {
+			t.Errorf("MemStats lack %q:\n%s", f, stats)
+		}
+	}
+	out, err := PprofTop(5)(context.Background(), Profiles{Heap: heap}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "runtime.MemStats when the profile was taken:\n# Sys = ") || !strings.Contains(out, "inuse_space") {
+		t.Errorf("the memory top lacks the MemStats or the profile:\n%s", out)
+	}
+	if err := fetchHeap(context.Background(), srv.Client(), srv.URL+"/debug/pprof/nope", heap, memStatsPath(heap)); err == nil {
+		t.Error("fetching a profile that does not exist succeeded")
 	}
 }
