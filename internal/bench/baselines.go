@@ -40,8 +40,19 @@ type ClickHouseBaselineOptions struct {
 
 // chFormat is one way of piping Postgres' output into clickhouse-client.
 type chFormat struct {
-	name, copy, insert, via string // via: a stage between psql and the client ("" for none)
+	name, copy, insert string
+	native             bool // through clickhouse-local, which turns the CSV into Native
 }
+
+// chPipe is the shell pipeline of a load; its parts come from the environment (chFormat.env), so
+// that nothing in them is read by the shell.
+const chPipe = `set -o pipefail; "$BENCH_PSQL" -X -q -v ON_ERROR_STOP=1 -d "$BENCH_DSN" -c "$BENCH_COPY" | ` +
+	`"$BENCH_CLIENT" --host "$BENCH_HOST" --port "$BENCH_PORT" --query "$BENCH_INSERT"`
+
+// chNativePipe is chPipe with clickhouse-local between psql and the client.
+const chNativePipe = `set -o pipefail; "$BENCH_PSQL" -X -q -v ON_ERROR_STOP=1 -d "$BENCH_DSN" -c "$BENCH_COPY" | ` +
+	`"$BENCH_LOCAL" --structure "$BENCH_STRUCTURE" --input-format CSV --query "SELECT * FROM table FORMAT Native" | ` +
+	`"$BENCH_CLIENT" --host "$BENCH_HOST" --port "$BENCH_PORT" --query "$BENCH_INSERT"`
 
 // ordersSelect is public.orders as ClickHouse reads it: timestamps in UTC without a zone (18.16
 // parses "YYYY-MM-DD hh:mm:ss" only).
@@ -61,8 +72,7 @@ func ClickHouseBaseline(ctx context.Context, o ClickHouseBaselineOptions) (Resul
 	}
 	skipped := "Native: not tried (no clickhouse-local to turn Postgres' output into it)"
 	if o.Local != "" {
-		formats = append(formats, chFormat{name: "Native", copy: " (FORMAT csv)", insert: "Native",
-			via: fmt.Sprintf("%s --structure %q --input-format CSV --query %q", o.Local, ordersClickHouseColumns, "SELECT * FROM table FORMAT Native")})
+		formats = append(formats, chFormat{name: "Native", copy: " (FORMAT csv)", insert: "Native", native: true})
 		skipped = ""
 	}
 	tbl := o.Database + ".orders_baseline"
@@ -77,13 +87,14 @@ func ClickHouseBaseline(ctx context.Context, o ClickHouseBaselineOptions) (Resul
 				return Result{}, err
 			}
 		}
-		pipe := fmt.Sprintf(`set -o pipefail; %q -X -q -v ON_ERROR_STOP=1 -d "$BENCH_DSN" -c %q | `, o.Psql, "COPY ("+ordersSelect+") TO STDOUT"+f.copy)
-		if f.via != "" {
-			pipe += f.via + " | "
+		pipe := chPipe
+		if f.native {
+			pipe = chNativePipe
 		}
-		pipe += fmt.Sprintf("%q --host %s --port %s --query %q", o.Client, o.Host, o.Port, "INSERT INTO "+tbl+" FORMAT "+f.insert)
 		cmd := exec.CommandContext(ctx, "bash", "-c", pipe)
-		cmd.Env = append(os.Environ(), "BENCH_DSN="+o.DSN)
+		cmd.Env = append(os.Environ(), "BENCH_PSQL="+o.Psql, "BENCH_DSN="+o.DSN, "BENCH_COPY=COPY ("+ordersSelect+") TO STDOUT"+f.copy,
+			"BENCH_CLIENT="+o.Client, "BENCH_HOST="+o.Host, "BENCH_PORT="+o.Port, "BENCH_INSERT=INSERT INTO "+tbl+" FORMAT "+f.insert,
+			"BENCH_LOCAL="+o.Local, "BENCH_STRUCTURE="+ordersClickHouseColumns)
 		start := time.Now()
 		out, err := cmd.CombinedOutput()
 		elapsed := time.Since(start)
