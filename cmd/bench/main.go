@@ -149,9 +149,6 @@ func run(ctx context.Context, o options) error {
 	}
 	report := bench.Report{Date: time.Now().UTC(), Machine: bench.Machine(), Rows: o.rows, Bulk: o.bulk, SmallTx: o.smallTx,
 		MemoryRows: o.memoryRows, Sinks: o.sinks}
-	if o.skipStream {
-		report.Bulk, report.SmallTx = 0, 0
-	}
 	log.Info("creating public.orders", "rows", o.rows)
 	if err := bench.CreateOrders(ctx, conn, o.rows); err != nil {
 		return err
