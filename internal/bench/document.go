@@ -59,7 +59,7 @@ func (d Document) Write(ctx context.Context, w io.Writer, kept *Kept) {
 	fmt.Fprint(w, "\n"+MethodNotes())
 	fmt.Fprintln(w)
 	fmt.Fprint(w, kept.Block(KeptBeforeAfter, "## Before and after\n\n_(hand-written: each fix and its measured gain)_"))
-	kept.WriteUnused(w)
+	kept.WriteUnused(w, causesPlaceholder)
 }
 
 // writeMiss writes one missed goal: its figure, the top of its profile (or why there is none)

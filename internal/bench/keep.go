@@ -83,11 +83,19 @@ func (k *Kept) Block(name, placeholder string) string {
 	return fmt.Sprintf("<!-- keep: %s -->\n%s\n<!-- /keep: %s -->\n", name, body, name)
 }
 
-// WriteUnused writes, under one heading, every earlier block that Block was not asked for.
-func (k *Kept) WriteUnused(w io.Writer) {
+// WriteUnused writes, under one heading, every earlier block that Block was not asked for, but
+// those holding only one of the placeholders: nothing was written by hand in them.
+func (k *Kept) WriteUnused(w io.Writer, placeholders ...string) {
 	var left []string
 	for _, name := range k.order {
-		if !k.used[name] {
+		if k.used[name] {
+			continue
+		}
+		blank := strings.TrimSpace(k.blocks[name]) == ""
+		for _, p := range placeholders {
+			blank = blank || strings.TrimSpace(k.blocks[name]) == strings.TrimSpace(p)
+		}
+		if !blank {
 			left = append(left, name)
 		}
 	}

@@ -55,15 +55,21 @@ func TestParseKept(t *testing.T) {
 
 func TestKeptBlockRoundTrip(t *testing.T) {
 	t.Parallel()
-	k, err := ParseKept("<!-- keep: a -->\nhand-written\n<!-- /keep: a -->\n<!-- keep: gone -->\nold cause\n<!-- /keep: gone -->\n")
+	k, err := ParseKept("<!-- keep: a -->\nhand-written\n<!-- /keep: a -->\n<!-- keep: gone -->\nold cause\n<!-- /keep: gone -->\n" +
+		"<!-- keep: untouched -->\nplaceholder\n<!-- /keep: untouched -->\n<!-- keep: empty -->\n\n<!-- /keep: empty -->\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	b.WriteString(k.Block("a", "placeholder"))
 	b.WriteString(k.Block("new", "placeholder"))
-	k.WriteUnused(&b)
+	k.WriteUnused(&b, "placeholder")
 	doc := b.String()
+	for _, name := range []string{"untouched", "empty"} {
+		if strings.Contains(doc, "<!-- keep: "+name+" -->") {
+			t.Errorf("block %q, with nothing hand-written in it, was kept:\n%s", name, doc)
+		}
+	}
 	for _, want := range []string{"<!-- keep: a -->\nhand-written\n<!-- /keep: a -->", "<!-- keep: new -->\nplaceholder\n<!-- /keep: new -->",
 		"## Kept from earlier runs", "<!-- keep: gone -->\nold cause\n<!-- /keep: gone -->"} {
 		if !strings.Contains(doc, want) {

@@ -113,9 +113,9 @@ func (p *Pipeline) StartWorker() error {
 		if err := os.MkdirAll(p.Spec.ProfileDir, 0o755); err != nil {
 			return fmt.Errorf("creating the profile directory: %w", err)
 		}
-		// Named after the pipeline's directory, which differs between a sink's phases (throughput,
-		// scaling, memory) where its pipeline name does not.
-		base := filepath.Join(p.Spec.ProfileDir, fmt.Sprintf("%s-%s-worker-%d", p.Spec.Name, filepath.Base(p.Spec.Dir), p.workers))
+		// Named after the pipeline's directory (iceberg, iceberg-memory, iceberg-scaling-2, ...),
+		// which differs between a sink's pipelines where their pipeline name does not.
+		base := filepath.Join(p.Spec.ProfileDir, fmt.Sprintf("%s-worker-%d", filepath.Base(p.Spec.Dir), p.workers))
 		p.prof = Profiles{CPU: base + ".cpu.pprof", Heap: base + ".heap.pprof", Binary: p.Bins.Worker}
 		env = append(env, "SLUICE_CPU_PROFILE="+p.prof.CPU)
 		args = append(args, "--pprof")
