@@ -208,6 +208,13 @@ func (c *Collapser) slotFor(v []Value, pos Position) (*slot, error) {
 	return &c.slots[len(c.slots)-1], nil
 }
 
+// Clear drops the rows of the last Collapse result, which must not be used afterwards, so
+// that the batch's values can be collected before the next Collapse reuses the slice.
+func (c *Collapser) Clear() {
+	clear(c.out)
+	c.out = c.out[:0]
+}
+
 // emit returns the rows of the slots in the order of their last change.
 func (c *Collapser) emit() []Change {
 	slices.SortFunc(c.slots, func(a, b slot) int { return a.last - b.last })

@@ -216,6 +216,14 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 			return fmt.Errorf("fetching unchanged TOAST values of table %s: %w", c.Table, err)
 		}
 		rec, err := t.rec.Build(rows, r.now())
+		n, firstCommit := len(rows), rows[0].CommitTS
+		// The record holds the values now: drop the decoded changes (the cut's, the collapsed
+		// and the filled ones), so that the garbage collector frees them while the next batch
+		// is read instead of keeping two batches of decoded values alive.
+		clear(rows)
+		t.col.Clear()
+		clear(c.Changes)
+		c.Changes = nil
 		if err != nil {
 			return &PoisonError{Msg: fmt.Sprintf("table %s: batch %s..%s cannot be converted: %v", c.Table, c.Lo, c.Hi, err), Err: err}
 		}
@@ -231,8 +239,8 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 		if err != nil {
 			return err
 		}
-		ref := staging.BatchRef{Pipeline: r.cfg.Pipeline, Table: c.Table, Lo: lo, Hi: hi, Rows: int64(len(rows)),
-			Bytes: int64(buf.Len()), Phase: c.Phase, FirstCommit: rows[0].CommitTS}
+		ref := staging.BatchRef{Pipeline: r.cfg.Pipeline, Table: c.Table, Lo: lo, Hi: hi, Rows: int64(n),
+			Bytes: int64(buf.Len()), Phase: c.Phase, FirstCommit: firstCommit}
 		staged, err := r.stageBatch(ctx, ref, &buf)
 		if err != nil {
 			return fmt.Errorf("staging batch %s of table %s: %w", ref.Range(), c.Table, err)
@@ -243,7 +251,7 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 			return err
 		}
 		r.result.Batches++
-		r.result.Rows += int64(len(rows))
+		r.result.Rows += int64(n)
 	}
 	return nil
 }
