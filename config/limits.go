@@ -4,8 +4,8 @@ package config
 // to hurt; the message of a value above it gives the reason, and docs/config.md lists them.
 const (
 	// MaxBatchBytes bounds batch.max_bytes: a batch's text column is one Arrow string array,
-	// whose 32-bit offsets hold at most 2GiB, and the worker holds about seven batches in memory
-	// (its default soft memory limit is seven times batch.max_bytes).
+	// whose 32-bit offsets hold at most 2GiB, and the worker holds about five batches in memory
+	// (its default soft memory limit is five times batch.max_bytes).
 	MaxBatchBytes = 1 * GiB
 	// MaxBatchRows bounds batch.max_rows: every buffered row costs at least about 128 bytes of
 	// bookkeeping that batch.max_bytes does not count (more with more columns), so ten million
@@ -64,7 +64,7 @@ func (v *validator) maxSize(path string, n, max ByteSize, why string) {
 
 // The reasons the messages give for the upper bounds.
 const (
-	whyBatchBytes          = "a batch's text column is one Arrow string array, which holds at most 2GiB, and the worker keeps about seven batches in memory"
+	whyBatchBytes          = "a batch's text column is one Arrow string array, which holds at most 2GiB, and the worker keeps about five batches in memory"
 	whyRows                = "each buffered row costs about 128 bytes of bookkeeping beyond its values, so more rows would hold over a GiB of memory"
 	whyChunkRows           = "a chunk is read whole into the worker's memory while the next one is read ahead"
 	whySnapshotParallelism = "each range read at once holds a connection on the source and a chunk in the worker's memory"

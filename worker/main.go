@@ -79,7 +79,7 @@ func newCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&o.pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on --metrics-addr")
 	cmd.Flags().StringVar(&o.cpuProfile, "cpu-profile", os.Getenv(cpuProfileEnv), "write a CPU profile of the whole run to this file (default $"+cpuProfileEnv+")")
 	cmd.Flags().StringVar(&o.memProfile, "mem-profile", os.Getenv(memProfileEnv), "write a memory (allocs) profile to this file at shutdown (default $"+memProfileEnv+")")
-	cmd.Flags().StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go heap: auto (GOMEMLIMIT, else 75% of the container's cgroup limit, else 7 x batch.max_bytes, at least 256MiB), off, or a size such as 400MiB")
+	cmd.Flags().StringVar(&o.memoryLimit, "memory-limit", "auto", "soft limit of the Go heap: auto (GOMEMLIMIT, else 75% of the container's cgroup limit, else 5 x batch.max_bytes, at least 256MiB), off, or a size such as 400MiB")
 	_ = cmd.MarkFlagRequired("config")
 	cmd.AddCommand(newHealthcheckCommand())
 	cmd.CompletionOptions.DisableDefaultCmd = true

@@ -20,51 +20,67 @@ const cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
 const memoryLimitShare = 0.75
 
 // batchesInMemory is how many batches of batch.max_bytes the heap is held to when --memory-limit
-// is auto and neither GOMEMLIMIT nor a container limit gives one: the reader's buffer and its
-// encoded copy, the batch being committed and the sink's encoding of it (or a backfill chunk and
-// the one read ahead), with room for the runtime. 448 MiB with the default 64 MiB batches.
-const batchesInMemory = 7
+// is auto and neither GOMEMLIMIT nor a container limit gives one: the batch the reader fills and
+// the one it encodes, and the group being committed with the sink's encoding of it (or a
+// backfill chunk and the one read ahead), with room for the runtime. 320 MiB with the default
+// 64 MiB batches, which keeps the worker's resident set (the heap, the runtime's own memory and
+// the binary's pages) under 400 MiB in the memory cases of docs/benchmarks.md.
+const batchesInMemory = 5
 
 // minMemoryLimit is the least soft limit taken from batch.max_bytes: below it, small batches
 // would only make the garbage collector run more often for nothing.
 const minMemoryLimit = 256 << 20
 
+// memoryLimit is the soft limit --memory-limit asks for, and where it came from.
+type memoryLimit struct {
+	bytes  int64  // 0: set none (off, or GOMEMLIMIT left to the runtime)
+	source string // off, GOMEMLIMIT, container, batch.max_bytes or flag
+}
+
 // applyMemoryLimit sets the Go runtime's soft memory limit (debug.SetMemoryLimit) from the
-// --memory-limit flag: "auto" (the default) leaves a GOMEMLIMIT from the environment alone,
-// otherwise takes 75% of the container's cgroup memory limit when there is one, and otherwise
-// seven batches of batchMaxBytes (at least 256 MiB); "off" sets none; a size such as 400MiB or
-// 1GiB sets that. A soft limit makes the garbage collector work harder as the heap nears it
-// instead of letting it double past it (the runtime's default), which keeps the worker's memory
-// proportional to its batches; it never fails an allocation, and the collector's share of the
-// CPU stays capped when the live heap needs more.
+// --memory-limit flag (see deriveMemoryLimit). A soft limit makes the garbage collector work
+// harder as the heap nears it instead of letting it double past it (the runtime's default),
+// which keeps the worker's memory proportional to its batches; it never fails an allocation,
+// and the collector's share of the CPU stays capped when the live heap needs more.
 func applyMemoryLimit(flag string, batchMaxBytes int64, log *slog.Logger) error {
+	lim, err := deriveMemoryLimit(flag, os.Getenv("GOMEMLIMIT"), cgroupMemoryMax, batchMaxBytes)
+	if err != nil {
+		return err
+	}
+	switch lim.source {
+	case "off":
+		return nil
+	case "GOMEMLIMIT":
+		log.Info("memory limit from GOMEMLIMIT", "limit", os.Getenv("GOMEMLIMIT"))
+		return nil
+	}
+	debug.SetMemoryLimit(lim.bytes)
+	log.Info("memory limit", "from", lim.source, "batch_max_bytes", batchMaxBytes, "soft_limit_bytes", lim.bytes)
+	return nil
+}
+
+// deriveMemoryLimit is the soft limit of --memory-limit flag: "auto" (the default) leaves a
+// GOMEMLIMIT (gomemlimit, from the environment) alone, otherwise takes 75% of the cgroup memory
+// limit read from cgroupPath when there is one, and otherwise batchesInMemory batches of
+// batchMaxBytes (at least 256 MiB); "off" sets none; a size such as 400MiB or 1GiB sets that.
+func deriveMemoryLimit(flag, gomemlimit, cgroupPath string, batchMaxBytes int64) (memoryLimit, error) {
 	switch strings.ToLower(strings.TrimSpace(flag)) {
 	case "off", "0":
-		return nil
+		return memoryLimit{source: "off"}, nil
 	case "", "auto":
-		if v := os.Getenv("GOMEMLIMIT"); v != "" {
-			log.Info("memory limit from GOMEMLIMIT", "limit", v)
-			return nil
+		if gomemlimit != "" {
+			return memoryLimit{source: "GOMEMLIMIT"}, nil
 		}
-		limit, ok := cgroupLimit(cgroupMemoryMax)
-		if !ok {
-			soft := autoLimitFromBatches(batchMaxBytes)
-			debug.SetMemoryLimit(soft)
-			log.Info("memory limit from batch.max_bytes", "batch_max_bytes", batchMaxBytes, "soft_limit_bytes", soft)
-			return nil
+		if limit, ok := cgroupLimit(cgroupPath); ok {
+			return memoryLimit{bytes: int64(float64(limit) * memoryLimitShare), source: "container"}, nil
 		}
-		soft := int64(float64(limit) * memoryLimitShare)
-		debug.SetMemoryLimit(soft)
-		log.Info("memory limit from the container", "cgroup_limit_bytes", limit, "soft_limit_bytes", soft)
-		return nil
+		return memoryLimit{bytes: autoLimitFromBatches(batchMaxBytes), source: "batch.max_bytes"}, nil
 	}
 	n, err := parseMemoryLimit(flag)
 	if err != nil {
-		return fmt.Errorf("--memory-limit %q: %w; write a size such as 400MiB or 2GiB, auto or off", flag, err)
+		return memoryLimit{}, fmt.Errorf("--memory-limit %q: %w; write a size such as 400MiB or 2GiB, auto or off", flag, err)
 	}
-	debug.SetMemoryLimit(n)
-	log.Info("memory limit", "soft_limit_bytes", n)
-	return nil
+	return memoryLimit{bytes: n, source: "flag"}, nil
 }
 
 // autoLimitFromBatches is the soft limit auto takes outside a container: batchesInMemory batches

@@ -31,7 +31,7 @@ import (
 // batchesInMemory batches of batch.max_bytes.
 const (
 	heapShare       = 0.75
-	batchesInMemory = 7
+	batchesInMemory = 5
 )
 
 // manifests are the objects of this directory, each decoded strictly into its Kubernetes API type.
