@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 )
 
@@ -22,14 +23,32 @@ type Collapser struct {
 	keys  []byte // encoded keys of the slots
 	enc   []byte // scratch for encoding one key
 	out   []Change
+
+	in   []Change // the changes of the Collapse running (nil between calls)
+	dels []Change // deletes of old keys made by key-changing updates, during a Collapse
 }
 
-// slot is the state of one key in the batch.
+// slot is the state of one key in the batch: 32 bytes, so a batch's slots cost a third of its
+// changes, not more than them (a slot used to carry a copy of its Change).
 type slot struct {
 	keyStart, keyEnd int
 	next             int32 // next slot with the same hash, -1 at the end
+	row              int32 // the key's row: an index of in, -(index of dels)-1, or noRow
 	last             int   // order of the last change that touched the key
-	row              Change
+}
+
+// noRow is the row of a slot that holds none yet.
+const noRow = math.MinInt32
+
+// rowOf returns the row s holds, nil when none.
+func (c *Collapser) rowOf(s *slot) *Change {
+	switch {
+	case s.row == noRow:
+		return nil
+	case s.row < 0:
+		return &c.dels[-s.row-1]
+	}
+	return &c.in[s.row]
 }
 
 // NewCollapser returns a Collapser for schema, which must have at least one key column.
@@ -61,8 +80,14 @@ func NewCollapser(schema Schema) (*Collapser, error) {
 // Keys compare by their text form. Collapse rewrites the changes' Values in place (the Cut owns
 // them). The returned slice is reused by the next call.
 func (c *Collapser) Collapse(changes []Change) ([]Change, error) {
+	if len(changes) > math.MaxInt32 {
+		return nil, fmt.Errorf("collapsing %s: %d changes in one batch, at most %d", c.table, len(changes), math.MaxInt32)
+	}
 	clear(c.index)
-	c.slots, c.keys, c.out = c.slots[:0], c.keys[:0], c.out[:0]
+	clear(c.dels)
+	c.slots, c.keys, c.out, c.dels = c.slots[:0], c.keys[:0], c.out[:0], c.dels[:0]
+	c.in = changes
+	defer func() { c.in = nil }()
 	order := 0
 	for i := range changes {
 		ch := &changes[i]
@@ -86,11 +111,10 @@ func (c *Collapser) Collapse(changes []Change) ([]Change, error) {
 		}
 		if ch.Op == OpDelete {
 			c.keyOnly(ch.Values)
-		} else if s.row.Values != nil && s.row.Op != OpDelete {
-			mergeUnchanged(ch.Values, s.row.Values)
+		} else if prev := c.rowOf(s); prev != nil && prev.Op != OpDelete {
+			mergeUnchanged(ch.Values, prev.Values)
 		}
-		s.row = *ch
-		s.row.OldKey = nil
+		s.row = int32(i)
 		s.last = order
 		order++
 	}
@@ -111,8 +135,8 @@ func (c *Collapser) keyChange(ch *Change, order int) error {
 	if err != nil {
 		return err
 	}
-	if s.row.Values != nil && s.row.Op != OpDelete {
-		mergeUnchanged(ch.Values, s.row.Values)
+	if prev := c.rowOf(s); prev != nil && prev.Op != OpDelete {
+		mergeUnchanged(ch.Values, prev.Values)
 	}
 	del := make([]Value, len(c.columns))
 	for i := range del {
@@ -121,7 +145,8 @@ func (c *Collapser) keyChange(ch *Change, order int) error {
 	for _, k := range c.keyCols {
 		del[k] = ch.OldKey[k]
 	}
-	s.row = Change{Op: OpDelete, Pos: ch.Pos, CommitTS: ch.CommitTS, Values: del}
+	c.dels = append(c.dels, Change{Op: OpDelete, Pos: ch.Pos, CommitTS: ch.CommitTS, Values: del})
+	s.row = -int32(len(c.dels))
 	s.last = order
 	return nil
 }
@@ -203,7 +228,7 @@ func (c *Collapser) slotFor(v []Value, pos Position) (*slot, error) {
 	}
 	start := len(c.keys)
 	c.keys = append(c.keys, key...)
-	c.slots = append(c.slots, slot{keyStart: start, keyEnd: len(c.keys), next: first})
+	c.slots = append(c.slots, slot{keyStart: start, keyEnd: len(c.keys), next: first, row: noRow})
 	c.index[h] = int32(len(c.slots) - 1)
 	return &c.slots[len(c.slots)-1], nil
 }
@@ -219,8 +244,11 @@ func (c *Collapser) Clear() {
 func (c *Collapser) emit() []Change {
 	slices.SortFunc(c.slots, func(a, b slot) int { return a.last - b.last })
 	for i := range c.slots {
-		c.out = append(c.out, c.slots[i].row)
-		c.slots[i].row = Change{} // do not keep the batch's values alive
+		row := *c.rowOf(&c.slots[i])
+		row.OldKey = nil // applied: a key change is a delete of the old key and this upsert
+		c.out = append(c.out, row)
 	}
+	clear(c.dels) // do not keep the batch's values alive
+	c.dels = c.dels[:0]
 	return c.out
 }
