@@ -22,6 +22,7 @@ type fakeStore struct {
 	mu   sync.Mutex
 	refs map[string]staging.BatchRef // by URI
 	puts []staging.BatchRef          // every Put, in order
+	data [][]byte                    // the file of every Put, in order
 
 	put  func(ctx context.Context, ref staging.BatchRef) (staging.BatchRef, error)
 	list func(ctx context.Context, pipeline string) ([]staging.BatchRef, error)
@@ -29,7 +30,14 @@ type fakeStore struct {
 
 func newFakeStore() *fakeStore { return &fakeStore{refs: map[string]staging.BatchRef{}} }
 
-func (s *fakeStore) Put(ctx context.Context, ref staging.BatchRef, _ io.Reader) (staging.BatchRef, error) {
+func (s *fakeStore) Put(ctx context.Context, ref staging.BatchRef, r io.Reader) (staging.BatchRef, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return staging.BatchRef{}, err
+	}
+	s.mu.Lock()
+	s.data = append(s.data, data)
+	s.mu.Unlock()
 	if s.put != nil {
 		return s.put(ctx, ref)
 	}

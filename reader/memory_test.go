@@ -1,12 +1,15 @@
 package reader
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 	"weak"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/source"
@@ -92,6 +95,62 @@ func TestStagedBatchValuesAreNotKept(t *testing.T) {
 			})
 			if staged != tt.batches {
 				t.Fatalf("%d batches staged, want %d", staged, tt.batches)
+			}
+		})
+	}
+}
+
+// TestStagedFilesAreLZ4 checks the codec of the staged batch files: LZ4 unless the config asks
+// for another (Arrow's zstd writer sets up an encoder of 16-24 MB for every file).
+func TestStagedFilesAreLZ4(t *testing.T) {
+	t.Parallel()
+	lz4Frame, zstdFrame := []byte{0x04, 0x22, 0x4d, 0x18}, []byte{0x28, 0xb5, 0x2f, 0xfd}
+	for _, tt := range []struct {
+		name        string
+		compression batch.Compression
+		want, not   []byte
+	}{
+		{"the default", "", lz4Frame, zstdFrame},
+		{"zstd when asked", batch.CompressionZstd, zstdFrame, lz4Frame},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			store := newFakeStore()
+			stream := &fakeStream{run: func(ctx context.Context, h source.Handler) error {
+				for lsn := uint64(10); lsn < 12; lsn++ {
+					if err := h(ctx, insert("orders", lsn)); err != nil {
+						return err
+					}
+				}
+				cancel()
+				return ctx.Err()
+			}}
+			cfg := Config{Pipeline: "p", Source: testSource, Schemas: []batch.Schema{testSchema("orders")}, Compression: tt.compression,
+				Limits: batch.Limits{MaxRows: 2, MaxBytes: 1 << 20, MaxWait: time.Hour}, RunFor: time.Minute, ListEvery: time.Hour}
+			_, _ = Read(ctx, cfg, Deps{
+				Store:       store,
+				Tables:      &fakeTables{signal: func(context.Context, batch.Schema, []staging.BatchRef) error { return nil }},
+				OpenFetcher: func(context.Context) (Fetcher, error) { return &fakeFetcher{}, nil },
+				NewStream:   func(source.StreamOptions) (Stream, error) { return stream, nil },
+				Now:         (&stepClock{t: time.Unix(1_700_000_000, 0)}).now,
+			})
+			if len(store.data) != 1 {
+				t.Fatalf("%d files staged, want 1", len(store.data))
+			}
+			file := store.data[0]
+			if !bytes.Contains(file, tt.want) || bytes.Contains(file, tt.not) {
+				t.Errorf("the staged file's buffers are not in the codec asked (%q): frames %x found %v, %x found %v",
+					tt.compression, tt.want, bytes.Contains(file, tt.want), tt.not, bytes.Contains(file, tt.not))
+			}
+			rec, _, err := batch.ReadFile(bytes.NewReader(file), memory.DefaultAllocator)
+			if err != nil {
+				t.Fatalf("reading the staged file: %v", err)
+			}
+			defer rec.Release()
+			if rec.NumRows() != 2 {
+				t.Errorf("the staged file holds %d rows, want 2", rec.NumRows())
 			}
 		})
 	}
