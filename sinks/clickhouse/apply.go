@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2"
+	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -96,8 +98,9 @@ func (s *Sink) guard(ctx context.Context, l *layout, b sinks.Batch) (bool, error
 // insert sends the columns as one block. max_insert_block_size above the block's rows keeps the
 // server from splitting it (it does not split native blocks, but the setting makes it explicit);
 // async_insert 0 keeps a server-side profile from buffering it with other inserts. Each column
-// is converted just before the driver copies it into its block, so a large batch holds one
-// column twice at a time, not all of them. A value the column cannot hold aborts the insert.
+// of the driver's block is filled straight from the record (converter.fill), so a large batch
+// holds its record and the block, never a column of Go values. A value the column cannot hold
+// aborts the insert.
 func (s *Sink) insert(ctx context.Context, l *layout, conv *converter, rows int) error {
 	settings := clickhouse.Settings{"max_insert_block_size": max(rows+1, 1048576)}
 	if s.version.AtLeast(asyncInsertSince) {
@@ -111,20 +114,16 @@ func (s *Sink) insert(ctx context.Context, l *layout, conv *converter, rows int)
 		}
 		return s.droppedColumn(ctx, l, err)
 	}
+	cols := bt.Columns()
+	if len(cols) != len(l.cols) {
+		_ = bt.Abort()
+		return sinks.Poisonf("table %s: the insert into %s.%s has %d columns, the table's layout %d", l.source, l.db, l.name,
+			len(cols), len(l.cols))
+	}
 	for i := range l.cols {
-		v, err := conv.column(i)
-		if err != nil {
+		if err := conv.fill(i, cols[i]); err != nil {
 			_ = bt.Abort()
 			return err
-		}
-		if err := bt.Column(i).Append(v); err != nil {
-			_ = bt.Abort()
-			if cols := bt.Columns(); i < len(cols) {
-				if err := retypedColumn(l, l.cols[i], string(cols[i].Type()), err); err != nil {
-					return err
-				}
-			}
-			return classify(err, "table %s: converting column %s of %s.%s", l.source, l.cols[i].name, l.db, l.name)
 		}
 	}
 	if err := bt.Send(); err != nil {
@@ -144,8 +143,8 @@ func emptyRecord(spec sinks.TableSpec) (arrow.RecordBatch, error) {
 	return rb.NewRecordBatch(), nil
 }
 
-// converter turns the rows of a record, and when marker is set one marker row carrying hi, into
-// the driver slices of l's columns, one column at a time.
+// converter fills the columns of an insert's block with the rows of a record, and when marker is
+// set one marker row carrying hi, one column at a time, through their Native encoding (native.go).
 type converter struct {
 	l         *layout
 	rec       arrow.RecordBatch
@@ -153,6 +152,7 @@ type converter struct {
 	marker    bool
 	positions []batch.Position
 	ops       *array.String
+	native    *nativeFiller
 }
 
 // converter checks rec against l and returns its converter.
@@ -169,50 +169,70 @@ func (l *layout) converter(rec arrow.RecordBatch, hi batch.SourcePosition, marke
 	if !ok {
 		return nil, sinks.Poisonf("table %s: record column %s is %s, want utf8", l.source, batch.ColOp, rec.Column(opIdx).DataType())
 	}
-	return &converter{l: l, rec: rec, hi: hi, marker: marker, positions: positions, ops: ops}, nil
+	return &converter{l: l, rec: rec, hi: hi, marker: marker, positions: positions, ops: ops, native: newNativeFiller()}, nil
 }
 
-// column returns the driver slice of column i of l.
-func (cv *converter) column(i int) (any, error) {
+// rows returns the rows of the insert: the record's, plus the marker row.
+func (cv *converter) rows() int {
+	if cv.marker {
+		return int(cv.rec.NumRows()) + 1
+	}
+	return int(cv.rec.NumRows())
+}
+
+// fill fills col, column i of the insert's block, which must be empty. A column whose type in
+// the block is not the one l writes is poison (retypedColumn), as is a value it cannot hold.
+func (cv *converter) fill(i int, col chcolumn.Interface) error {
+	l, c := cv.l, cv.l.cols[i]
+	if have := string(col.Type()); have != c.typ {
+		return retypedColumn(l, c, have)
+	}
+	secs, err := cv.sections(i)
+	if err != nil {
+		return err
+	}
+	if err := cv.native.fill(col, cv.rows(), secs); err != nil {
+		return sinks.Poison(fmt.Errorf("table %s: filling column %s (%s) of the insert into %s.%s: %w",
+			l.source, c.name, c.typ, l.db, l.name, err))
+	}
+	return nil
+}
+
+// sections returns the Native encoding of column i of l.
+func (cv *converter) sections(i int) ([]section, error) {
 	l, c := cv.l, cv.l.cols[i]
 	n := int(cv.rec.NumRows())
-	extra := 0
-	if cv.marker {
-		extra = 1
-	}
+	extra := cv.rows() - n
 	switch c.role {
 	case roleData, roleMeta:
-		v, err := convertColumn(cv.rec.Column(c.field), l.modern, c.nullable, extra)
+		secs, err := dataSections(cv.rec.Column(c.field), l.modern, c.nullable, extra)
 		if err != nil {
 			return nil, l.valueError(c, cv.positions, err)
 		}
-		return v, nil
+		return secs, nil
 	case roleVersion:
-		v := make([]uint64, n+extra)
-		for r := range n {
-			v[r] = cv.positions[r].LSN
-		}
-		if cv.marker {
-			v[n] = cv.hi.Position.LSN
-		}
-		return v, nil
-	case roleDeleted, roleMarker:
-		v := make([]uint8, n+extra)
-		for r := range n {
-			if c.role == roleDeleted && cv.ops.Value(r) == batch.OpDelete.String() {
-				v[r] = 1
-			}
-		}
-		if cv.marker {
-			v[n] = 1 // the marker is a tombstone too, so FINAL and the view hide it
-		}
-		return v, nil
+		return []section{
+			{n, func(b *proto.Buffer, from, to int) {
+				for _, p := range cv.positions[from:to] {
+					b.PutUInt64(p.LSN)
+				}
+			}},
+			{extra, func(b *proto.Buffer, from, to int) { b.PutUInt64(cv.hi.Position.LSN) }},
+		}, nil
+	case roleDeleted:
+		del := batch.OpDelete.String()
+		return []section{
+			{n, func(b *proto.Buffer, from, to int) {
+				for r := from; r < to; r++ {
+					b.PutBool(cv.ops.Value(r) == del)
+				}
+			}},
+			{extra, repeat(1)}, // the marker is a tombstone too, so FINAL and the view hide it
+		}, nil
+	case roleMarker:
+		return []section{{n, zeros(1)}, {extra, repeat(1)}}, nil
 	case rolePosition:
-		v := make([]string, n+extra)
-		if cv.marker {
-			v[n] = cv.hi.String()
-		}
-		return v, nil
+		return []section{{n, zeros(1)}, {extra, func(b *proto.Buffer, from, to int) { b.PutString(cv.hi.String()) }}}, nil
 	}
 	return nil, fmt.Errorf("table %s: column %s has no role", l.source, c.name)
 }
@@ -245,15 +265,11 @@ func (l *layout) valueError(c column, positions []batch.Position, err error) err
 }
 
 // retypedColumn returns the poison error of a column whose type in ClickHouse (have, as the
-// insert's block reports it) is not the type Sluice writes for it, with the fix, or nil when the
-// types agree. A column retyped outside Sluice otherwise fails with only the driver's conversion
-// message.
-func retypedColumn(l *layout, c column, have string, err error) error {
-	if have == "" || have == c.typ {
-		return nil
-	}
+// insert's block reports it) is not the type Sluice writes for it, with the fix. Its values
+// cannot go in: they are encoded for the type Sluice writes.
+func retypedColumn(l *layout, c column, have string) error {
 	return sinks.Poisonf("table %s: column %s of %s.%s is %s in ClickHouse, but Sluice writes %s for it (was it "+
 		"changed outside Sluice?); change it back with ALTER TABLE %s MODIFY COLUMN %s %s, or drop the table to "+
-		"backfill it again, then resume the table: %w", l.source, c.name, l.db, l.name, have, c.typ,
-		l.qualified(), quote(c.name), c.typ, err)
+		"backfill it again, then resume the table", l.source, c.name, l.db, l.name, have, c.typ,
+		l.qualified(), quote(c.name), c.typ)
 }

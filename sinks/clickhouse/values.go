@@ -3,15 +3,10 @@ package clickhouse
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/extensions"
-	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
-
-	"github.com/sluicecdc/sluice/batch"
 )
 
 // rangeError reports a value the target column cannot hold. It is never clamped.
@@ -51,89 +46,6 @@ const (
 		"column out of the publication"
 )
 
-// sliceBuilder turns one Arrow column into the Go slice the driver appends to a ClickHouse
-// column, with extra trailing rows for the position marker.
-type sliceBuilder interface {
-	// scalar returns []T, or []*T when nullable (nil for NULL and for the extra rows).
-	scalar(nullable bool, extra int) (any, error)
-	// list returns [][]*T from a list column whose child this builder reads; NULL lists and
-	// the extra rows are empty arrays.
-	list(l *array.List, extra int) (any, error)
-}
-
-// typed is the sliceBuilder of one Go type.
-type typed[T any] struct {
-	arr  arrow.Array
-	zero T // the value of non-nullable columns in extra rows
-	get  func(i int) (T, error)
-}
-
-func (t typed[T]) scalar(nullable bool, extra int) (any, error) {
-	n := t.arr.Len()
-	if nullable {
-		out := make([]*T, n+extra)
-		vals := make([]T, n)
-		for i := 0; i < n; i++ {
-			if t.arr.IsNull(i) {
-				continue
-			}
-			v, err := t.get(i)
-			if err != nil {
-				return nil, withRow(err, i)
-			}
-			vals[i] = v
-			out[i] = &vals[i]
-		}
-		return out, nil
-	}
-	out := make([]T, n+extra)
-	for i := 0; i < n; i++ {
-		if t.arr.IsNull(i) {
-			return nil, &rangeError{row: i, value: "NULL", reason: "in a column that is not Nullable (a key or a context column)"}
-		}
-		v, err := t.get(i)
-		if err != nil {
-			return nil, withRow(err, i)
-		}
-		out[i] = v
-	}
-	for i := n; i < n+extra; i++ {
-		out[i] = t.zero
-	}
-	return out, nil
-}
-
-func (t typed[T]) list(l *array.List, extra int) (any, error) {
-	n := l.Len()
-	out := make([][]*T, n+extra)
-	vals := make([]T, t.arr.Len())
-	for i := 0; i < n; i++ {
-		if l.IsNull(i) {
-			out[i] = []*T{}
-			continue
-		}
-		start, end := l.ValueOffsets(i)
-		row := make([]*T, 0, end-start)
-		for j := int(start); j < int(end); j++ {
-			if t.arr.IsNull(j) {
-				row = append(row, nil)
-				continue
-			}
-			v, err := t.get(j)
-			if err != nil {
-				return nil, withRow(fmt.Errorf("array element %d: %w", j-int(start)+1, err), i)
-			}
-			vals[j] = v
-			row = append(row, &vals[j])
-		}
-		out[i] = row
-	}
-	for i := n; i < n+extra; i++ {
-		out[i] = []*T{}
-	}
-	return out, nil
-}
-
 // withRow records the row of a conversion error.
 func withRow(err error, row int) error {
 	if re, ok := err.(*rangeError); ok {
@@ -141,69 +53,6 @@ func withRow(err error, row int) error {
 		return re
 	}
 	return &rangeError{row: row, value: "", reason: err.Error()}
-}
-
-// convertColumn returns the driver slice of one record column for a ClickHouse column of the
-// modern or compatible layout.
-func convertColumn(arr arrow.Array, modern, nullable bool, extra int) (any, error) {
-	if l, ok := arr.(*array.List); ok {
-		b, err := builderFor(l.ListValues(), modern)
-		if err != nil {
-			return nil, err
-		}
-		return b.list(l, extra)
-	}
-	b, err := builderFor(arr, modern)
-	if err != nil {
-		return nil, err
-	}
-	return b.scalar(nullable, extra)
-}
-
-// builderFor returns the sliceBuilder of an Arrow array of the batch mapping.
-func builderFor(arr arrow.Array, modern bool) (sliceBuilder, error) {
-	switch a := arr.(type) {
-	case *array.Int16:
-		return typed[int16]{arr: a, get: func(i int) (int16, error) { return a.Value(i), nil }}, nil
-	case *array.Int32:
-		return typed[int32]{arr: a, get: func(i int) (int32, error) { return a.Value(i), nil }}, nil
-	case *array.Int64:
-		return typed[int64]{arr: a, get: func(i int) (int64, error) { return a.Value(i), nil }}, nil
-	case *array.Float32:
-		return typed[float32]{arr: a, get: func(i int) (float32, error) { return a.Value(i), nil }}, nil
-	case *array.Float64:
-		return typed[float64]{arr: a, get: func(i int) (float64, error) { return a.Value(i), nil }}, nil
-	case *array.Decimal128:
-		scale := a.DataType().(*arrow.Decimal128Type).Scale
-		return typed[decimal.Decimal]{arr: a, get: func(i int) (decimal.Decimal, error) {
-			return decimal.NewFromBigInt(a.Value(i).BigInt(), -scale), nil
-		}}, nil
-	case *array.String:
-		return typed[string]{arr: a, get: func(i int) (string, error) { return a.Value(i), nil }}, nil
-	case *array.Binary:
-		return typed[string]{arr: a, get: func(i int) (string, error) { return string(a.Value(i)), nil }}, nil
-	case *array.Boolean:
-		if modern {
-			return typed[bool]{arr: a, get: func(i int) (bool, error) { return a.Value(i), nil }}, nil
-		}
-		return typed[uint8]{arr: a, get: func(i int) (uint8, error) {
-			if a.Value(i) {
-				return 1, nil
-			}
-			return 0, nil
-		}}, nil
-	case *array.Date32:
-		return typed[time.Time]{arr: a, zero: minDate, get: func(i int) (time.Time, error) { return dateValue(a.Value(i), modern) }}, nil
-	case *array.Time64:
-		return typed[string]{arr: a, get: func(i int) (string, error) { return formatTime(int64(a.Value(i))), nil }}, nil
-	case *array.Timestamp:
-		return typed[time.Time]{arr: a, zero: minDate, get: func(i int) (time.Time, error) { return timestampValue(int64(a.Value(i)), modern) }}, nil
-	case *array.MonthDayNanoInterval:
-		return typed[string]{arr: a, get: func(i int) (string, error) { return formatInterval(a.Value(i)), nil }}, nil
-	case *extensions.UUIDArray:
-		return typed[uuid.UUID]{arr: a, get: func(i int) (uuid.UUID, error) { return a.Value(i), nil }}, nil
-	}
-	return nil, fmt.Errorf("arrow type %s has no ClickHouse mapping in this sink", arr.DataType())
 }
 
 // dateValue converts days since 1970 to the time the driver writes, refusing what the target
@@ -240,25 +89,50 @@ func timestampValue(us int64, modern bool) (time.Time, error) {
 	return t, nil
 }
 
-// formatTime prints microseconds since midnight as Postgres prints a time: HH:MM:SS[.ffffff]
+// dateBounds returns the days since 1970 that the date type of the layout holds (dateValue).
+func dateBounds(modern bool) (lo, hi int64) {
+	if modern {
+		return minDate32.Unix() / 86400, maxDate32.Unix() / 86400
+	}
+	return minDate.Unix() / 86400, maxDate.Unix() / 86400
+}
+
+// timestampBounds returns the microseconds since 1970 that the timestamp type of the layout
+// holds (timestampValue).
+func timestampBounds(modern bool) (lo, hi int64) {
+	if modern {
+		return minDate32.UnixMicro(), maxDateTime64.UnixMicro()
+	}
+	return minDate.UnixMicro(), maxDateTime.UnixMicro()
+}
+
+// appendTime appends microseconds since midnight as Postgres prints a time: HH:MM:SS[.ffffff]
 // without trailing zeros in the fraction.
-func formatTime(us int64) string {
+func appendTime(dst []byte, us int64) []byte {
 	s := us / 1e6
-	b := fmt.Appendf(nil, "%02d:%02d:%02d", s/3600, s/60%60, s%60)
-	return string(appendFraction(b, us%1e6))
-}
-
-// appendFraction appends .ffffff without trailing zeros, nothing when frac is zero.
-func appendFraction(b []byte, frac int64) []byte {
+	dst = append2(dst, s/3600)
+	dst = append2(append(dst, ':'), s/60%60)
+	dst = append2(append(dst, ':'), s%60)
+	frac := us % 1e6
 	if frac == 0 {
-		return b
+		return dst
 	}
-	f := fmt.Sprintf("%06d", frac)
-	for f[len(f)-1] == '0' {
-		f = f[:len(f)-1]
+	var digits [6]byte
+	for k := 5; k >= 0; k-- {
+		digits[k] = byte('0' + frac%10)
+		frac /= 10
 	}
-	return append(append(b, '.'), f...)
+	n := 6
+	for digits[n-1] == '0' {
+		n--
+	}
+	return append(append(dst, '.'), digits[:n]...)
 }
 
-// formatInterval prints an interval as ISO 8601 (P1Y2M3DT4H5M6.5S; batch.AppendInterval).
-func formatInterval(v arrow.MonthDayNanoInterval) string { return string(batch.AppendInterval(nil, v)) }
+// append2 appends v with at least two digits.
+func append2(dst []byte, v int64) []byte {
+	if v < 10 {
+		dst = append(dst, '0')
+	}
+	return strconv.AppendInt(dst, v, 10)
+}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 func day(y int, m time.Month, d int) arrow.Date32 {
@@ -89,77 +89,28 @@ func TestTimestampValue(t *testing.T) {
 	}
 }
 
-func TestFormatTimeAndInterval(t *testing.T) {
+func TestAppendTimeAndInterval(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ got, want string }{
-		{formatTime(0), "00:00:00"},
-		{formatTime(((13*60+5)*60+9)*1e6 + 120000), "13:05:09.12"},
-		{formatTime(86399999999), "23:59:59.999999"},
-		{formatInterval(arrow.MonthDayNanoInterval{}), "PT0S"},
-		{formatInterval(arrow.MonthDayNanoInterval{Months: 14, Days: -3, Nanoseconds: (4*3600 + 5*60 + 6) * 1e9}), "P1Y2M-3DT4H5M6S"},
-		{formatInterval(arrow.MonthDayNanoInterval{Nanoseconds: -1500000000}), "PT-1.5S"},
-		{formatInterval(arrow.MonthDayNanoInterval{Days: 1}), "P1D"},
-		{formatInterval(arrow.MonthDayNanoInterval{Months: -1}), "P-1M"},
+		{string(appendTime(nil, 0)), "00:00:00"},
+		{string(appendTime(nil, ((13*60+5)*60+9)*1e6+120000)), "13:05:09.12"},
+		{string(appendTime(nil, 86399999999)), "23:59:59.999999"},
+		{string(appendTime(nil, 86400*1e6)), "24:00:00"},
+		{string(appendTime(nil, 5)), "00:00:00.000005"},
+		{string(batch.AppendInterval(nil, arrow.MonthDayNanoInterval{})), "PT0S"},
+		{string(batch.AppendInterval(nil, arrow.MonthDayNanoInterval{Months: 14, Days: -3, Nanoseconds: (4*3600 + 5*60 + 6) * 1e9})), "P1Y2M-3DT4H5M6S"},
+		{string(batch.AppendInterval(nil, arrow.MonthDayNanoInterval{Nanoseconds: -1500000000})), "PT-1.5S"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
-}
-
-func TestConvertColumn(t *testing.T) {
-	t.Parallel()
-	mem := memory.NewGoAllocator()
-	ib := array.NewInt64Builder(mem)
-	ib.AppendValues([]int64{1, 2}, []bool{true, false})
-	ints := ib.NewArray()
-	defer ints.Release()
-
-	t.Run("nullable with marker row", func(t *testing.T) {
-		got, err := convertColumn(ints, false, true, 1)
-		if err != nil {
-			t.Fatal(err)
+	// appendTime prints what the sink printed with fmt before, on every fraction length.
+	for us := int64(0); us <= 86400*1e6; us += 86400_000_000 / 9973 {
+		for _, v := range []int64{us, us - us%10, us - us%1000, us - us%1e6} {
+			if got, want := string(appendTime(nil, v)), oldFormatTime(v); got != want {
+				t.Fatalf("appendTime(%d) = %q, the sink printed %q", v, got, want)
+			}
 		}
-		v := got.([]*int64)
-		if len(v) != 3 || *v[0] != 1 || v[1] != nil || v[2] != nil {
-			t.Fatalf("got %v", v)
-		}
-	})
-	t.Run("NULL in a key column", func(t *testing.T) {
-		_, err := convertColumn(ints, false, false, 0)
-		var re *rangeError
-		if !errors.As(err, &re) || re.row != 1 {
-			t.Fatalf("got %v, want a range error at row 1", err)
-		}
-	})
-	t.Run("list", func(t *testing.T) {
-		lb := array.NewListBuilder(mem, arrow.BinaryTypes.String)
-		sb := lb.ValueBuilder().(*array.StringBuilder)
-		lb.Append(true)
-		sb.Append("a")
-		sb.AppendNull()
-		lb.AppendNull()
-		lb.Append(true)
-		arr := lb.NewArray()
-		defer arr.Release()
-		got, err := convertColumn(arr, false, false, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := got.([][]*string)
-		if len(v) != 4 || len(v[0]) != 2 || *v[0][0] != "a" || v[0][1] != nil || len(v[1]) != 0 || len(v[2]) != 0 || len(v[3]) != 0 {
-			t.Fatalf("got %v", v)
-		}
-	})
-	t.Run("date out of range names the row", func(t *testing.T) {
-		db := array.NewDate32Builder(mem)
-		db.AppendValues([]arrow.Date32{day(2000, 1, 1), day(1960, 1, 1)}, nil)
-		arr := db.NewArray()
-		defer arr.Release()
-		_, err := convertColumn(arr, false, true, 0)
-		var re *rangeError
-		if !errors.As(err, &re) || re.row != 1 || !strings.Contains(err.Error(), "1960-01-01") {
-			t.Fatalf("got %v", err)
-		}
-	})
+	}
 }
