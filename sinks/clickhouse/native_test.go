@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -438,6 +441,225 @@ func TestNativeEncodingMatchesDriverSlices(t *testing.T) {
 					t.Errorf("the block holds %d rows, want %d", got.Rows(), cv.rows())
 				}
 			})
+		}
+	}
+}
+
+// TestNativeRefusesWhatDriverSlicesRefused: values a column cannot hold (dates and times outside
+// the layout's range, in keys, Nullable columns and array elements; a NULL in a column that is
+// not Nullable) stop the batch with the error the sink gave before, naming the same row.
+func TestNativeRefusesWhatDriverSlicesRefused(t *testing.T) {
+	t.Parallel()
+	spec := allTypesSpec()
+	// Values of the modern range include dates and times before 1970 and after 2106: the
+	// compatible layout refuses them in every date and time column.
+	rec := buildRecord(t, spec, allTypesChanges(600, true))
+	l, err := newLayout(spec, "raw", "alltypes", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := l.converter(rec, batch.SourcePosition{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i, c := range l.cols {
+		_, oldErr := oldColumn(cv, i)
+		_, newErr := cv.sections(i)
+		if fmt.Sprint(oldErr) != fmt.Sprint(newErr) || sinks.IsPoison(oldErr) != sinks.IsPoison(newErr) {
+			t.Errorf("column %s: driver slices: %v; native: %v", c.name, oldErr, newErr)
+		}
+		if newErr != nil {
+			refused++
+			if !strings.Contains(newErr.Error(), "row at ") || !strings.Contains(newErr.Error(), "outside the range of ClickHouse") {
+				t.Errorf("column %s: the error names no row or no range: %v", c.name, newErr)
+			}
+		}
+	}
+	if want := 3 * 3; refused != want { // date, timestamp, timestamptz as key, Nullable and array
+		t.Errorf("%d columns refused, want %d", refused, want)
+	}
+
+	mem := memory.NewGoAllocator()
+	ib := array.NewInt64Builder(mem)
+	ib.AppendValues([]int64{1, 0, 3}, []bool{true, false, true})
+	ints := ib.NewArray()
+	defer ints.Release()
+	db := array.NewDate32Builder(mem)
+	db.AppendValues([]arrow.Date32{day(2000, 1, 1), day(1960, 1, 1), 0}, []bool{true, true, false})
+	dates := db.NewArray()
+	defer dates.Release()
+	for _, tc := range []struct {
+		name     string
+		arr      arrow.Array
+		nullable bool
+		row      int
+	}{
+		{"NULL in a key column", ints, false, 1},
+		{"a date before 1970, Nullable", dates, true, 1},
+		{"a date before 1970 before a NULL key", dates, false, 1},
+	} {
+		_, oldErr := oldConvertColumn(tc.arr, false, tc.nullable, 1)
+		_, newErr := dataSections(tc.arr, false, tc.nullable, 1)
+		var re *rangeError
+		if !errors.As(newErr, &re) || re.row != tc.row || fmt.Sprint(oldErr) != fmt.Sprint(newErr) {
+			t.Errorf("%s: driver slices: %v; native: %v (want a range error at row %d)", tc.name, oldErr, newErr, tc.row)
+		}
+	}
+}
+
+// TestNativeRangeBounds: at both ends of each layout's date and time range, the value just inside
+// is written as the driver wrote it and the one just outside is refused with the same error.
+func TestNativeRangeBounds(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewGoAllocator()
+	for _, modern := range []bool{true, false} {
+		dlo, dhi := dateBounds(modern)
+		tlo, thi := timestampBounds(modern)
+		db := array.NewDate32Builder(mem)
+		tb := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"})
+		for _, tc := range []struct {
+			name    string
+			date    int64
+			us      int64
+			refused bool
+		}{
+			{"below", dlo - 1, tlo - 1, true},
+			{"low", dlo, tlo, false},
+			{"high", dhi, thi, false},
+			{"above", dhi + 1, thi + 1, true},
+		} {
+			db.Append(arrow.Date32(tc.date))
+			tb.Append(arrow.Timestamp(tc.us))
+			dates, times := db.NewArray(), tb.NewArray()
+			for _, arr := range []arrow.Array{dates, times} {
+				old, oldErr := oldConvertColumn(arr, modern, true, 0)
+				secs, newErr := dataSections(arr, modern, true, 0)
+				if fmt.Sprint(oldErr) != fmt.Sprint(newErr) || (newErr != nil) != tc.refused {
+					t.Errorf("modern=%v %s %s: driver slices: %v; native: %v", modern, tc.name, arr.DataType(), oldErr, newErr)
+					continue
+				}
+				if newErr != nil {
+					continue
+				}
+				typ, err := columnType(arr.DataType(), modern, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, _ := chcolumn.Type(typ).Column("v", &chcolumn.ServerContext{})
+				got, _ := chcolumn.Type(typ).Column("v", &chcolumn.ServerContext{})
+				if _, err := want.Append(old); err != nil {
+					t.Fatal(err)
+				}
+				if err := newNativeFiller().fill(got, 1, secs); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(encodeColumn(want), encodeColumn(got)) {
+					t.Errorf("modern=%v %s %s: %s", modern, tc.name, typ, firstRowDiff(want, got))
+				}
+			}
+			dates.Release()
+			times.Release()
+		}
+	}
+}
+
+// TestDecimalNarrowingRefusesOverflow: decimal128(p,s) goes to Decimal32 (p <= 9) or Decimal64
+// (p <= 18) without a per-value big.Int; a value that does not fit (a batch value with more
+// digits than its precision) stops the batch as poison naming its row, never wraps. The driver
+// refused exactly the same values.
+func TestDecimalNarrowingRefusesOverflow(t *testing.T) {
+	t.Parallel()
+	big := func(hi int64, lo uint64) decimal128.Num { return decimal128.New(hi, lo) }
+	for _, tc := range []struct {
+		precision int32
+		value     decimal128.Num
+		fits      bool
+	}{
+		{9, decimal128.FromI64(1<<31 - 1), true},
+		{9, decimal128.FromI64(-1 << 31), true},
+		{9, decimal128.FromI64(1 << 31), false},
+		{9, decimal128.FromI64(-1<<31 - 1), false},
+		{18, decimal128.FromI64(1<<63 - 1), true},
+		{18, decimal128.FromI64(-1 << 63), true},
+		{18, big(0, 1<<63), false},
+		{18, big(-2, 0), false},
+		{38, big(1<<62, 0), true},
+	} {
+		t.Run(fmt.Sprintf("p=%d/%s", tc.precision, tc.value.ToString(2)), func(t *testing.T) {
+			t.Parallel()
+			dt := &arrow.Decimal128Type{Precision: tc.precision, Scale: 2}
+			b := array.NewDecimal128Builder(memory.NewGoAllocator(), dt)
+			b.AppendValues([]decimal128.Num{decimal128.FromI64(5), tc.value}, nil)
+			arr := b.NewArray()
+			defer arr.Release()
+
+			secs, err := dataSections(arr, true, true, 0)
+			var re *rangeError
+			switch {
+			case tc.fits && err != nil:
+				t.Fatalf("refused a value that fits: %v", err)
+			case !tc.fits && (!errors.As(err, &re) || re.row != 1 || !strings.Contains(err.Error(), "overflows ClickHouse Decimal")):
+				t.Fatalf("got %v, want a range error at row 1", err)
+			}
+			typ := fmt.Sprintf("Nullable(Decimal(%d, 2))", tc.precision)
+			old, err := oldConvertColumn(arr, true, true, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := chcolumn.Type(typ).Column("d", &chcolumn.ServerContext{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := want.Append(old); (err == nil) != tc.fits {
+				t.Fatalf("the driver's verdict differs: %v", err)
+			}
+			if !tc.fits {
+				return
+			}
+			got, err := chcolumn.Type(typ).Column("d", &chcolumn.ServerContext{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := newNativeFiller().fill(got, 2, secs); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(encodeColumn(want), encodeColumn(got)) {
+				t.Errorf("encodings differ: %s", firstRowDiff(want, got))
+			}
+		})
+	}
+}
+
+// TestFillRefusesAnotherType: a block column whose type is not the one the layout writes (the
+// table was changed outside Sluice) is poison naming both types, and nothing is decoded into it:
+// a Native encoding read as another type would be garbage, not an error.
+func TestFillRefusesAnotherType(t *testing.T) {
+	t.Parallel()
+	spec := ordersSpec("orders")
+	l, err := newLayout(spec, "db", "orders", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := buildRecord(t, spec, []batch.Change{ins(1, "a", 1)})
+	cv, err := l.converter(rec, batch.SourcePosition{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range l.cols {
+		if c.name != "qty" {
+			continue
+		}
+		col, err := chcolumn.Type("Nullable(Float32)").Column(c.name, &chcolumn.ServerContext{}) // as wide as Int32
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cv.fill(i, col)
+		if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "is Nullable(Float32) in ClickHouse, but Sluice writes Nullable(Int32)") {
+			t.Fatalf("got %v, want poison naming both types", err)
+		}
+		if col.Rows() != 0 {
+			t.Fatalf("%d rows decoded into the retyped column", col.Rows())
 		}
 	}
 }
