@@ -217,7 +217,11 @@ func (cv *converter) sections(i int) ([]section, error) {
 					b.PutUInt64(p.LSN)
 				}
 			}},
-			{extra, func(b *proto.Buffer, from, to int) { b.PutUInt64(cv.hi.Position.LSN) }},
+			{extra, func(b *proto.Buffer, from, to int) {
+				for range to - from {
+					b.PutUInt64(cv.hi.Position.LSN)
+				}
+			}},
 		}, nil
 	case roleDeleted:
 		del := batch.OpDelete.String()
@@ -232,7 +236,12 @@ func (cv *converter) sections(i int) ([]section, error) {
 	case roleMarker:
 		return []section{{n, zeros(1)}, {extra, repeat(1)}}, nil
 	case rolePosition:
-		return []section{{n, zeros(1)}, {extra, func(b *proto.Buffer, from, to int) { b.PutString(cv.hi.String()) }}}, nil
+		pos := cv.hi.String()
+		return []section{{n, zeros(1)}, {extra, func(b *proto.Buffer, from, to int) {
+			for range to - from {
+				b.PutString(pos)
+			}
+		}}}, nil
 	}
 	return nil, fmt.Errorf("table %s: column %s has no role", l.source, c.name)
 }

@@ -76,6 +76,13 @@
 // column, row position and value. On old servers 1970-01-01 prints as 0000-00-00; it is stored
 // exactly.
 //
+// The insert's block is filled straight from the batch's Arrow columns: each column is written
+// in ClickHouse's Native column encoding, a few thousand values at a time, and decoded by the
+// driver into the block it sends (no Go value per row). Decimals are narrowed to Decimal32 or
+// Decimal64 by precision; a value wider than its column (only a damaged batch holds one) is
+// poison naming its row, never wrapped. A block column whose type is not the one the sink writes
+// (the table was altered outside Sluice) is poison naming both types and the ALTER that fixes it.
+//
 // Every commit is one part, and the server merges parts in the background: commit batches of
 // thousands of rows, or at most a few per second per table. A table that commits faster than
 // the server merges gets "too many parts" errors, which are transient: the commit is retried

@@ -37,7 +37,7 @@ import (
 const chunkItems = 4096
 
 // section is one part of a column's Native encoding: n items, appended by put a range at a time,
-// in order (a put may keep state from the previous range).
+// in order from the first (a put may carry state from one range to the next).
 type section struct {
 	n   int
 	put func(b *proto.Buffer, from, to int)
@@ -448,6 +448,9 @@ func listSections(l *array.List, modern bool, extra int) ([]section, error) {
 	}
 	var end uint64 // the cumulative offset, carried from one range of rows to the next
 	offsets := func(b *proto.Buffer, from, to int) {
+		if from == 0 {
+			end = 0
+		}
 		for i := from; i < to; i++ {
 			if l.IsValid(i) {
 				start, stop := l.ValueOffsets(i)

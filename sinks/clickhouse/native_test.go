@@ -400,15 +400,21 @@ func TestNativeEncodingMatchesDriverSlices(t *testing.T) {
 			name   string
 			rows   int
 			marker bool
+			slice  [2]int64 // rows kept, as batch.DropCovered slices a record; zero: all
 		}{
-			{"rows and marker", chunkItems + 904, true},
-			{"snapshot chunk without marker", 1500, false},
-			{"one row", 1, true},
-			{"marker only", 0, true},
+			{"rows and marker", chunkItems + 904, true, [2]int64{}},
+			{"snapshot chunk without marker", 1500, false, [2]int64{}},
+			{"one row", 1, true, [2]int64{}},
+			{"marker only", 0, true, [2]int64{}},
+			{"sliced record", 1500, true, [2]int64{101, 1487}},
 		} {
 			t.Run(fmt.Sprintf("modern=%v/%s", modern, tc.name), func(t *testing.T) {
 				t.Parallel()
 				rec := buildRecord(t, spec, allTypesChanges(tc.rows, modern))
+				if tc.slice != [2]int64{} {
+					rec = rec.NewSlice(tc.slice[0], tc.slice[1])
+					defer rec.Release()
+				}
 				cv, err := l.converter(rec, hi, tc.marker)
 				if err != nil {
 					t.Fatal(err)
@@ -441,6 +447,53 @@ func TestNativeEncodingMatchesDriverSlices(t *testing.T) {
 					t.Errorf("the block holds %d rows, want %d", got.Rows(), cv.rows())
 				}
 			})
+		}
+	}
+}
+
+// TestNativeListEdges: a NULL list whose slot still spans elements (Arrow allows it; the
+// elements are not part of any row), lists that start past the first element, and a sliced
+// list encode as the driver encoded the slices: NULL lists are empty arrays.
+func TestNativeListEdges(t *testing.T) {
+	t.Parallel()
+	mem := memory.NewGoAllocator()
+	// offsets 0,2,5,5,7,9: row 1 is NULL but spans elements 2..4.
+	elems := array.NewInt32Builder(mem)
+	elems.AppendValues([]int32{1, 2, 3, 4, 5, 6, 7, 8, 9}, []bool{true, false, true, true, true, true, true, true, false})
+	values := elems.NewArray()
+	defer values.Release()
+	offsets := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes([]int32{0, 2, 5, 5, 7, 9}))
+	validity := memory.NewBufferBytes([]byte{0b11101})
+	data := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int32), 5, []*memory.Buffer{validity, offsets}, []arrow.ArrayData{values.Data()}, 1, 0)
+	defer data.Release()
+	list := array.NewListData(data)
+	defer list.Release()
+	sliced := array.NewSlice(list, 1, 5)
+	defer sliced.Release()
+	for _, tc := range []struct {
+		name string
+		arr  arrow.Array
+	}{{"null list spanning elements", list}, {"sliced", sliced}} {
+		for _, extra := range []int{0, 1} {
+			old, err := oldConvertColumn(tc.arr, false, false, extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			secs, err := dataSections(tc.arr, false, false, extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := chcolumn.Type("Array(Nullable(Int32))").Column("a", &chcolumn.ServerContext{})
+			got, _ := chcolumn.Type("Array(Nullable(Int32))").Column("a", &chcolumn.ServerContext{})
+			if _, err := want.Append(old); err != nil {
+				t.Fatal(err)
+			}
+			if err := newNativeFiller().fill(got, tc.arr.Len()+extra, secs); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if !bytes.Equal(encodeColumn(want), encodeColumn(got)) {
+				t.Errorf("%s, %d extra: %s", tc.name, extra, firstRowDiff(want, got))
+			}
 		}
 	}
 }
