@@ -1,13 +1,17 @@
 package clickhouse
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -85,5 +89,76 @@ func BenchmarkConvertOrders(b *testing.B) {
 				b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
 			})
 		}
+	}
+}
+
+// BenchmarkInsertOrders measures the insert of a 100,000-row backfill chunk of the benchmark
+// table into the test ClickHouse (the compatible layout on the dev stack's 18.16): conversion,
+// sending and the server's write of one part, with the per-row slices against the Native
+// encoding (the sink's insert).
+func BenchmarkInsertOrders(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs ClickHouse")
+	}
+	const rows = 100_000
+	ctx := b.Context()
+	db := testenv.RandomName("sluice_bench_")
+	s, err := New(ctx, Config{Addr: testenv.ClickHouse(b), Database: db, ReadTimeout: config.Duration(5 * time.Minute),
+		DialTimeout: config.Duration(2 * time.Second)}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = s.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+quote(db))
+		_ = s.Close(ctx)
+	})
+	spec := benchOrdersSpec()
+	spec.Target = "orders"
+	if err := s.EnsureTable(ctx, spec); err != nil {
+		b.Fatal(err)
+	}
+	l, ok, err := s.layoutOf(ctx, spec)
+	if err != nil || !ok {
+		b.Fatalf("layout: %v %v", ok, err)
+	}
+	rec := buildRecord(b, spec, benchOrdersChunk(rows))
+	oldInsert := func(cv *converter) error {
+		bt, err := s.conn.PrepareBatch(ctx, l.insertSQL())
+		if err != nil {
+			return err
+		}
+		for i := range l.cols {
+			v, err := oldColumn(cv, i)
+			if err != nil {
+				return err
+			}
+			if err := bt.Column(i).Append(v); err != nil {
+				return err
+			}
+		}
+		return bt.Send()
+	}
+	for _, path := range []struct {
+		name   string
+		insert func(cv *converter) error
+	}{
+		{"driver-slices", oldInsert},
+		{"native", func(cv *converter) error { return s.insert(ctx, l, cv, rows) }},
+	} {
+		b.Run(fmt.Sprintf("modern=%v/%s", l.modern, path.name), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cv, err := l.converter(rec, batch.SourcePosition{}, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := path.insert(cv); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
 }
