@@ -56,38 +56,40 @@ func benchOrdersChunk(n int) []batch.Change {
 }
 
 // BenchmarkConvertOrders measures turning a 100,000-row backfill chunk of the benchmark table
-// into the driver's insert block, in both layouts: the per-row slices the driver converts again
-// (the sink before) against the Native encoding decoded into the block's columns (the sink now).
-// Sending the block costs the same either way and is not measured.
+// (and a 100-row batch, a stream commit's size) into the driver's insert block, in both layouts:
+// the per-row slices the driver converts again (the sink before) against the Native encoding
+// decoded into the block's columns (the sink now). Sending the block costs the same either way
+// and is not measured.
 func BenchmarkConvertOrders(b *testing.B) {
-	const rows = 100_000
 	spec := benchOrdersSpec()
-	rec := buildRecord(b, spec, benchOrdersChunk(rows))
-	for _, modern := range []bool{false, true} {
-		l, err := newLayout(spec, "bench", "orders", modern)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, path := range []struct {
-			name string
-			fill func(tb testing.TB, cv *converter) error
-		}{
-			{"driver-slices", func(tb testing.TB, cv *converter) error { _, err := oldBlock(tb, cv); return err }},
-			{"native", func(tb testing.TB, cv *converter) error { _, err := newNativeBlock(tb, cv); return err }},
-		} {
-			b.Run(fmt.Sprintf("modern=%v/%s", modern, path.name), func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					cv, err := l.converter(rec, batch.SourcePosition{}, false)
-					if err != nil {
-						b.Fatal(err)
+	for _, rows := range []int{100_000, 100} {
+		rec := buildRecord(b, spec, benchOrdersChunk(rows))
+		for _, modern := range []bool{false, true} {
+			l, err := newLayout(spec, "bench", "orders", modern)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, path := range []struct {
+				name string
+				fill func(tb testing.TB, cv *converter) error
+			}{
+				{"driver-slices", func(tb testing.TB, cv *converter) error { _, err := oldBlock(tb, cv); return err }},
+				{"native", func(tb testing.TB, cv *converter) error { _, err := newNativeBlock(tb, cv); return err }},
+			} {
+				b.Run(fmt.Sprintf("rows=%d/modern=%v/%s", rows, modern, path.name), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						cv, err := l.converter(rec, batch.SourcePosition{}, false)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := path.fill(b, cv); err != nil {
+							b.Fatal(err)
+						}
 					}
-					if err := path.fill(b, cv); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
-			})
+					b.ReportMetric(float64(b.N*rows)/b.Elapsed().Seconds(), "rows/s")
+				})
+			}
 		}
 	}
 }
