@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,7 +144,8 @@ func faultPointsIn(t *testing.T, bin string, points []string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range append(points, "fault injected", "TESTING FAULTS ARMED") {
+	// points is shared by the parallel subtests: append to a copy, never into its backing array.
+	for _, s := range slices.Concat(points, []string{"fault injected", "TESTING FAULTS ARMED"}) {
 		if bytes.Contains(data, []byte(s)) {
 			found = append(found, "string "+s)
 		}
