@@ -14,6 +14,7 @@ export SLUICE_CACHE ?= $(HOME)/.cache/sluice
 TEST_TIMEOUT ?= 45m
 # The end-to-end tests mostly wait (backfills, heartbeat timeouts after a killed worker), so
 # four run at once on two cores; each has its own database, task queue and directories.
+E2E_PARALLEL ?= 4
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 # The fault points (internal/faults) exist only in a build with this tag; nothing shipped has
 # it. The end-to-end tests build their workers with it themselves (localrun.FaultsTag); the two
@@ -47,15 +48,15 @@ vet:
 workflowcheck:
 	@if [ -d workflows ]; then $(GO) run $(WORKFLOWCHECK) ./workflows/...; fi
 
-# The end-to-end tests of ./tests (which build their own worker binaries and mostly wait on
-# services) run first, then the unit packages with the race detector; not at the same time: the
-# race detector's CPU load on two cores made the end-to-end tests' waits time out. Both must pass.
+# scripts/test.sh runs the end-to-end tests of ./tests (which build their own worker binaries
+# and mostly wait on services) with, beside them at nice 19, the unit packages that use no shared
+# service; then the unit packages that use the services (beside ./tests, the services served them
+# at full priority and the end-to-end tests' waits timed out). Unit packages run with the race
+# detector, and FAULTS_PKGS again with the faults tag. Every step must pass.
 test: tools vet workflowcheck
 	@$(GO) run ./cmd/devstack start
-	@$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel 4 ./tests/; e2e=$$?; \
-	$(GO) test -count=1 -race -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/tests$$'); units=$$?; \
-	if [ $$e2e -ne 0 ] || [ $$units -ne 0 ]; then echo "FAIL: ./tests exit $$e2e, unit packages exit $$units"; exit 1; fi
-	$(GO) test -count=1 -short -race -tags $(FAULTS_TAG) $(FAULTS_PKGS)
+	@GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) FAULTS_TAG=$(FAULTS_TAG) \
+		FAULTS_PKGS='$(FAULTS_PKGS)' scripts/test.sh
 
 demo: tools
 	@scripts/demo.sh

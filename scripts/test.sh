@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# test.sh runs every test of the module the way `make test` does, against the services
+# cmd/devstack started (make test starts them first).
+#
+# The end-to-end tests of ./tests mostly wait on the services and the workers they start, so
+# they run first, E2E_PARALLEL at a time. Beside them, at the lowest CPU priority (nice 19), run
+# the unit packages whose tests use no shared service (their test binaries import neither
+# internal/testenv nor internal/devstack): they take only CPU the end-to-end tests leave idle.
+# The unit packages that use the services run after ./tests: beside them, the services would
+# serve them at full priority, whatever their own nice, and the end-to-end tests' waits time out.
+# Every unit package runs with the race detector; then the packages whose code differs with the
+# faults tag run again with it (in the low-priority group too). All groups must pass.
+#
+# Environment (the Makefile passes its own): GO (go), TEST_TIMEOUT (45m), E2E_PARALLEL (4),
+# FAULTS_TAG (faults), FAULTS_PKGS (./internal/faults/ ./worker/), GOTESTFLAGS (extra go test
+# flags for every step, such as -json to measure durations).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+GO="${GO:-go}"
+TIMEOUT="${TEST_TIMEOUT:-45m}"
+E2E_PARALLEL="${E2E_PARALLEL:-4}"
+read -r -a EXTRA <<< "${GOTESTFLAGS:-}"
+FAULTS_TAG="${FAULTS_TAG:-faults}"
+read -r -a FAULTS_PKGS <<< "${FAULTS_PKGS:-./internal/faults/ ./worker/}"
+MODULE="$($GO list -m)" || exit 1
+
+# Every package with its test binary's dependencies: "pkg SERVICES" for those whose tests use a
+# shared service, "pkg" for the others. internal/devstack starts services of its own.
+classify() {
+  $GO list -test -f '{{if and (eq .Name "main") (not .ForTest)}}{{.ImportPath}}{{range .Deps}}{{if or (eq . "'"$MODULE"'/internal/testenv") (eq . "'"$MODULE"'/internal/devstack")}} SERVICES{{end}}{{end}}{{"\n"}}{{end}}' ./... |
+    awk -v mod="$MODULE" '
+      $1 !~ /\.test$/ { next }
+      { pkg = $1; sub(/\.test$/, "", pkg) }
+      pkg == mod "/tests" { next }
+      NF > 1 || pkg == mod "/internal/devstack" { print "services " pkg; next }
+      { print "local " pkg }'
+}
+groups="$(classify)" || { echo "test.sh: listing the packages failed" >&2; exit 1; }
+mapfile -t local_pkgs < <(awk '$1 == "local" { print $2 }' <<< "$groups")
+mapfile -t service_pkgs < <(awk '$1 == "services" { print $2 }' <<< "$groups")
+if [ ${#local_pkgs[@]} -eq 0 ] || [ ${#service_pkgs[@]} -eq 0 ]; then
+  echo "test.sh: no package in one of the groups (local: ${#local_pkgs[@]}, services: ${#service_pkgs[@]})" >&2
+  exit 1
+fi
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+# The unit packages without services, then the faults-tag step, at nice 19; their output is
+# printed after ./tests' so that the two do not interleave.
+(
+  nice -n 19 "$GO" test -count=1 -race -timeout "$TIMEOUT" "${EXTRA[@]}" "${local_pkgs[@]}"
+  rc=$?
+  nice -n 19 "$GO" test -count=1 -short -race -tags "$FAULTS_TAG" -timeout "$TIMEOUT" "${EXTRA[@]}" "${FAULTS_PKGS[@]}"
+  rc2=$?
+  echo "$rc $rc2" > "$out/rc"
+) > "$out/local.log" 2>&1 &
+local_pid=$!
+
+"$GO" test -count=1 -timeout "$TIMEOUT" -parallel "$E2E_PARALLEL" "${EXTRA[@]}" ./tests/
+e2e=$?
+wait "$local_pid"
+cat "$out/local.log"
+read -r units faults < "$out/rc" || { units=1; faults=1; }
+
+"$GO" test -count=1 -race -timeout "$TIMEOUT" "${EXTRA[@]}" "${service_pkgs[@]}"
+services=$?
+
+if [ "$e2e" -ne 0 ] || [ "$units" -ne 0 ] || [ "$faults" -ne 0 ] || [ "$services" -ne 0 ]; then
+  echo "FAIL: ./tests exit $e2e, unit packages without services exit $units, faults tag exit $faults, unit packages with services exit $services"
+  exit 1
+fi
