@@ -6,8 +6,9 @@
 # they run first, E2E_PARALLEL at a time. Beside them, at the lowest CPU priority (nice 19), run
 # the unit packages whose tests use no shared service (their test binaries import neither
 # internal/testenv nor internal/devstack): they take only CPU the end-to-end tests leave idle.
-# The unit packages that use the services, and workflows (see classify), run after ./tests: beside them, the services would
-# serve them at full priority, whatever their own nice, and the end-to-end tests' waits time out.
+# The unit packages that use the services, and workflows (see classify), run after ./tests:
+# beside them, the services would serve them at full priority, whatever their own nice, and the
+# end-to-end tests' waits time out.
 # Every unit package runs with the race detector; then the packages whose code differs with the
 # faults tag run again with it (in the low-priority group too). All groups must pass.
 #
