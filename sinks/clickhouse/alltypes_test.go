@@ -162,7 +162,7 @@ func timeText(rnd *rand.Rand, r int, _ bool) string {
 	case 3:
 		us -= us % 1e6
 	}
-	return string(appendTime(nil, us))
+	return string(batch.AppendTime(nil, us))
 }
 
 func intervalText(rnd *rand.Rand, r int, _ bool) string {

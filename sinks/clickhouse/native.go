@@ -166,7 +166,7 @@ func codecFor(arr arrow.Array, modern bool) (codec, error) {
 	case *array.Timestamp:
 		return timestampCodec(a, modern), nil
 	case *array.Time64:
-		return textCodec(a, func(dst []byte, i int) []byte { return appendTime(dst, int64(a.Value(i))) }), nil
+		return textCodec(a, func(dst []byte, i int) []byte { return batch.AppendTime(dst, int64(a.Value(i))) }), nil
 	case *array.MonthDayNanoInterval:
 		return textCodec(a, func(dst []byte, i int) []byte { return batch.AppendInterval(dst, a.Value(i)) }), nil
 	case *extensions.UUIDArray:

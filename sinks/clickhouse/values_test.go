@@ -92,11 +92,11 @@ func TestTimestampValue(t *testing.T) {
 func TestAppendTimeAndInterval(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ got, want string }{
-		{string(appendTime(nil, 0)), "00:00:00"},
-		{string(appendTime(nil, ((13*60+5)*60+9)*1e6+120000)), "13:05:09.12"},
-		{string(appendTime(nil, 86399999999)), "23:59:59.999999"},
-		{string(appendTime(nil, 86400*1e6)), "24:00:00"},
-		{string(appendTime(nil, 5)), "00:00:00.000005"},
+		{string(batch.AppendTime(nil, 0)), "00:00:00"},
+		{string(batch.AppendTime(nil, ((13*60+5)*60+9)*1e6+120000)), "13:05:09.12"},
+		{string(batch.AppendTime(nil, 86399999999)), "23:59:59.999999"},
+		{string(batch.AppendTime(nil, 86400*1e6)), "24:00:00"},
+		{string(batch.AppendTime(nil, 5)), "00:00:00.000005"},
 		{string(batch.AppendInterval(nil, arrow.MonthDayNanoInterval{})), "PT0S"},
 		{string(batch.AppendInterval(nil, arrow.MonthDayNanoInterval{Months: 14, Days: -3, Nanoseconds: (4*3600 + 5*60 + 6) * 1e9})), "P1Y2M-3DT4H5M6S"},
 		{string(batch.AppendInterval(nil, arrow.MonthDayNanoInterval{Nanoseconds: -1500000000})), "PT-1.5S"},
@@ -105,11 +105,11 @@ func TestAppendTimeAndInterval(t *testing.T) {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
-	// appendTime prints what the sink printed with fmt before, on every fraction length.
+	// batch.AppendTime prints what the sink printed with fmt before, on every fraction length.
 	for us := int64(0); us <= 86400*1e6; us += 86400_000_000 / 9973 {
 		for _, v := range []int64{us, us - us%10, us - us%1000, us - us%1e6} {
-			if got, want := string(appendTime(nil, v)), oldFormatTime(v); got != want {
-				t.Fatalf("appendTime(%d) = %q, the sink printed %q", v, got, want)
+			if got, want := string(batch.AppendTime(nil, v)), oldFormatTime(v); got != want {
+				t.Fatalf("batch.AppendTime(%d) = %q, the sink printed %q", v, got, want)
 			}
 		}
 	}

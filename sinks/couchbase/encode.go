@@ -67,7 +67,7 @@ func appendText(dst []byte, arr arrow.Array, i int, rawJSON bool) ([]byte, value
 	case *array.Date32:
 		return appendDate(dst, time.Unix(int64(a.Value(i))*86400, 0).UTC()), kindString, nil
 	case *array.Time64:
-		return appendClock(dst, int64(a.Value(i))*1000), kindString, nil
+		return batch.AppendTime(dst, int64(a.Value(i))), kindString, nil
 	case *array.Timestamp:
 		tt := a.DataType().(*arrow.TimestampType)
 		return appendTimestamp(dst, int64(a.Value(i)), tt.Unit, tt.TimeZone != ""), kindString, nil
@@ -187,34 +187,6 @@ func appendDate(dst []byte, t time.Time) []byte {
 	return appendPadded(dst, int64(d), 2)
 }
 
-// appendClock writes a time of day given in nanoseconds as HH:MM:SS with the fraction of the
-// second when not zero (up to 6 digits, trailing zeros removed).
-func appendClock(dst []byte, ns int64) []byte {
-	const sec = int64(time.Second)
-	dst = appendPadded(dst, ns/(3600*sec), 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, ns/(60*sec)%60, 2)
-	dst = append(dst, ':')
-	dst = appendPadded(dst, ns/sec%60, 2)
-	return appendFraction(dst, ns%sec)
-}
-
-// appendFraction writes .ffffff (microseconds, trailing zeros removed) for a non-zero fraction
-// of a second given in nanoseconds.
-func appendFraction(dst []byte, ns int64) []byte {
-	us := ns / 1000
-	if us == 0 {
-		return dst
-	}
-	digits := 6
-	for us%10 == 0 {
-		us /= 10
-		digits--
-	}
-	dst = append(dst, '.')
-	return appendPadded(dst, us, digits)
-}
-
 // appendTimestamp writes a timestamp as ISO 8601: 2026-11-30T12:00:00.5, with a Z when the
 // column has a zone (timestamptz, stored in UTC).
 func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit, utc bool) []byte {
@@ -232,7 +204,7 @@ func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit, utc bool) []byte 
 	dst = appendDate(dst, t)
 	dst = append(dst, 'T')
 	h, m, s := t.Clock()
-	dst = appendClock(dst, (int64(h)*3600+int64(m)*60+int64(s))*int64(time.Second)+int64(t.Nanosecond()))
+	dst = batch.AppendTime(dst, (int64(h)*3600+int64(m)*60+int64(s))*1e6+int64(t.Nanosecond()/1000))
 	if utc {
 		dst = append(dst, 'Z')
 	}
