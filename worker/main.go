@@ -166,6 +166,10 @@ func run(ctx context.Context, o options) error {
 		// heartbeat timeout, leaving a busy worker little margin before it.
 		MaxHeartbeatThrottleInterval: workflows.ShortHeartbeat / 4,
 		OnFatalError:                 health.setFatal,
+		// Named from the build info; left empty, the SDK reads and hashes the whole binary at
+		// every start. (Deprecated in favour of deployment versions, which Sluice does not use:
+		// it only names the worker in task completions.)
+		BuildID: version.Get().BuildID(), //nolint:staticcheck // see above
 	})
 	workflows.Register(w)
 	activities.Set{

@@ -58,3 +58,20 @@ func TestGet(t *testing.T) {
 		t.Errorf("Get() = %+v, want every field set", in)
 	}
 }
+
+// TestBuildID checks the Temporal build ID of each kind of build.
+func TestBuildID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   Info
+		want string
+	}{
+		{Info{Version: "v1.2.0", Commit: "4a2f97a"}, "v1.2.0@4a2f97a"},
+		{Info{Version: "(devel)", Commit: "4a2f97a", Modified: true}, "(devel)@4a2f97a+modified"},
+		{Info{Version: "(devel)", Commit: "unknown"}, "(devel)@unknown"},
+	} {
+		if got := tc.in.BuildID(); got != tc.want {
+			t.Errorf("%+v.BuildID() = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
