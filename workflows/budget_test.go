@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicecdc/sluice/internal/race"
 	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -187,7 +188,12 @@ func (w *world) maxResultOf() int {
 
 func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 	t.Parallel()
-	const n = 20_000
+	n, in := int64(20_000), TableInput{TableConfig: testTable}
+	if race.Enabled {
+		// A quarter of the backlog, and runs a quarter as long: as many continue-as-new
+		// hand-overs, at a quarter of the detector's cost.
+		n, in.Options.MaxHistoryEvents = 5_000, ContinueAsNewAtEvents/4
+	}
 	w := newWorld(true, 0)
 	var want []string
 	for i := range n {
@@ -195,7 +201,7 @@ func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 		w.staged[r.URI] = r
 		want = append(want, appliedAs(r))
 	}
-	runs, err := chain(t, w, TableInput{TableConfig: testTable}, 1000*time.Hour, nil)
+	runs, err := chain(t, w, in, 1000*time.Hour, nil)
 	if !temporal.IsCanceledError(err) {
 		t.Fatalf("last run ended with %v, want the test's cancellation", err)
 	}
@@ -210,7 +216,7 @@ func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 			commits++
 		}
 	}
-	if commits > n/GroupRefs*2 {
+	if int64(commits) > n/GroupRefs*2 {
 		t.Errorf("%d batches took %d CommitBatch calls (groups of up to %d, the largest %d), want at most %d", n, commits, GroupRefs, w.maxGroup, n/GroupRefs*2)
 	}
 	for uri, k := range w.given {
@@ -218,7 +224,7 @@ func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 			t.Errorf("batch %s was given to %d commits, want 1", uri, k)
 		}
 	}
-	if len(w.given) != n {
+	if int64(len(w.given)) != n {
 		t.Errorf("%d batches were given to a commit, want %d", len(w.given), n)
 	}
 	t.Logf("%d batches committed in %d CommitBatch calls (largest group %d)", n, commits, w.maxGroup)
@@ -241,15 +247,19 @@ func TestTableWorkflowLongOutageRetriesWithinBudget(t *testing.T) {
 		want = append(want, appliedAs(r))
 	}
 	// The sink is down for the first 12,000 commit attempts: with the bounded attempts and the
-	// workflow's backoff, about two days.
-	failing := 12_000
+	// workflow's backoff, about two days. Under the race detector a quarter of that, in runs a
+	// quarter as long: as many continue-as-new hand-overs at a quarter of the detector's cost.
+	failing, in := 12_000, TableInput{TableConfig: testTable}
+	if race.Enabled {
+		failing, in.Options.MaxHistoryEvents = 3_000, ContinueAsNewAtEvents/4
+	}
 	w.commitFails = func(time.Time) bool {
 		failing--
 		return failing >= 0
 	}
 	sent := staged
 	var sawError bool
-	runs, err := chain(t, w, TableInput{TableConfig: testTable}, 1000*time.Hour, func(env *testsuite.TestWorkflowEnvironment) {
+	runs, err := chain(t, w, in, 1000*time.Hour, func(env *testsuite.TestWorkflowEnvironment) {
 		// The reader stages and signals a batch every 30 seconds meanwhile.
 		var tick func()
 		tick = func() {
