@@ -32,11 +32,12 @@ type plan struct {
 // was; a batch without rows commits its Hi alone.
 //
 // Snapshot-phase rows (snapshot-read) are appended without deletes unless their keys may already
-// be in the table. That is decided from the table itself, not from the caller's bookkeeping: the
-// scan planner is asked for live data files whose key column statistics overlap the batch's key
-// range. Backfill chunks follow the primary key, so chunks after the first one normally find none
-// and append; an earlier attempt of the same chunk, or live events already applied, make them
-// overlap and the rows take the upsert path. Rows of any other operation always take it.
+// be in the table. That is decided from the table itself, not from the caller's bookkeeping: are
+// there live data files whose key column statistics overlap the batch's key range (keyIndex,
+// which reads each manifest once)? Backfill chunks follow the primary key, so chunks after the
+// first one normally find none and append; an earlier attempt of the same chunk, or live events
+// already applied, make them overlap and the rows take the upsert path. Rows of any other
+// operation always take it.
 func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	ident, err := identifier(b.Spec.Target)
 	if err != nil {
@@ -139,7 +140,7 @@ func (s *Sink) plan(ctx context.Context, tbl *table.Table, b sinks.Batch, l layo
 		}
 	}
 	if anySnap {
-		present, err := keysMayExist(ctx, tbl, b.Record, snapRows, l.keyCols()[0])
+		present, err := s.keys.keysMayExist(ctx, tbl, b.Record, snapRows, l.keyCols()[0])
 		if err != nil {
 			return plan{}, fmt.Errorf("table %s: checking whether snapshot keys are present: %w", l.table, err)
 		}
@@ -158,23 +159,6 @@ func (s *Sink) plan(ctx context.Context, tbl *table.Table, b sinks.Batch, l layo
 		}
 	}
 	return p, nil
-}
-
-// keysMayExist asks the scan planner for live data files whose statistics for key column c overlap
-// the selected rows' range. Without a usable range it answers yes whenever the table has data.
-func keysMayExist(ctx context.Context, tbl *table.Table, rec arrow.RecordBatch, rows []bool, c outCol) (bool, error) {
-	if tbl.CurrentSnapshot() == nil {
-		return false, nil
-	}
-	opts := []table.ScanOption{}
-	if filter, ok := keyRange(rec, rows, c); ok {
-		opts = append(opts, table.WithRowFilter(filter))
-	}
-	tasks, err := tbl.Scan(opts...).PlanFiles(ctx)
-	if err != nil {
-		return false, fmt.Errorf("planning files: %w", err)
-	}
-	return len(tasks) > 0, nil
 }
 
 // commit writes the files and commits them with the position in one transaction pinned to the

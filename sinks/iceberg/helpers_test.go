@@ -53,13 +53,13 @@ func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // harness is a sink on a fresh sqlite catalog and local warehouse, or on cfg when given.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	sink *Sink
 	spec sinks.TableSpec
 	lsn  uint64
 }
 
-func newHarness(t *testing.T, cfg *Config) *harness {
+func newHarness(t testing.TB, cfg *Config) *harness {
 	t.Helper()
 	if cfg == nil {
 		dir := t.TempDir()
@@ -84,7 +84,7 @@ func newHarness(t *testing.T, cfg *Config) *harness {
 	return h
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 

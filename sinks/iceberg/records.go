@@ -160,41 +160,69 @@ func checkKeysNotNull(rec arrow.RecordBatch, l layout) error {
 // value among the selected rows; ok is false for key types it cannot express (the caller then
 // assumes the keys may be present).
 func keyRange(rec arrow.RecordBatch, keep []bool, c outCol) (iceberg.BooleanExpression, bool) {
+	s, ok := keySpanOf(rec, keep, c)
+	return s.filter, ok
+}
+
+// keySpan is the smallest and the largest value of a key column among a batch's selected rows:
+// as a filter for the scan planner, and as the values the key index compares (keyindex.go).
+type keySpan struct {
+	filter iceberg.BooleanExpression // lo <= column <= hi
+	kind   keyKind
+	lo, hi keyValue
+}
+
+// keySpanOf returns the span of column c among the rows selected by keep; ok is false for key
+// types it cannot express and when no row is selected.
+func keySpanOf(rec arrow.RecordBatch, keep []bool, c outCol) (keySpan, bool) {
 	col := rec.Column(rec.Schema().FieldIndices(c.src)[0])
 	ref := iceberg.Reference(c.name)
 	switch a := col.(type) {
 	case *array.Int16:
 		lo, hi, ok := minMax(keep, a.Value)
-		return between(ref, int32(lo), int32(hi)), ok
+		return intSpan(ref, int32(lo), int32(hi)), ok
 	case *array.Int32:
 		lo, hi, ok := minMax(keep, a.Value)
-		return between(ref, lo, hi), ok
+		return intSpan(ref, lo, hi), ok
 	case *array.Int64:
 		lo, hi, ok := minMax(keep, a.Value)
-		return between(ref, lo, hi), ok
+		return intSpan(ref, lo, hi), ok
 	case *array.String:
 		lo, hi, ok := minMax(keep, a.Value)
-		return between(ref, lo, hi), ok
+		return stringSpan(ref, lo, hi), ok
 	case *array.LargeString:
 		lo, hi, ok := minMax(keep, a.Value)
-		return between(ref, lo, hi), ok
+		return stringSpan(ref, lo, hi), ok
 	case *array.Date32:
 		lo, hi, ok := minMax(keep, func(i int) int32 { return int32(a.Value(i)) })
-		return between(ref, iceberg.Date(lo), iceberg.Date(hi)), ok
+		return intSpan(ref, iceberg.Date(lo), iceberg.Date(hi)), ok
 	case *array.Timestamp:
 		if a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
-			return nil, false
+			return keySpan{}, false
 		}
 		lo, hi, ok := minMax(keep, func(i int) int64 { return int64(a.Value(i)) })
-		return between(ref, iceberg.Timestamp(lo), iceberg.Timestamp(hi)), ok
+		return intSpan(ref, iceberg.Timestamp(lo), iceberg.Timestamp(hi)), ok
 	}
-	return nil, false
+	return keySpan{}, false
 }
 
+// intSpan is the span [lo, hi] of an integer-like key (int, long, date, timestamp).
+func intSpan[T int32 | int64 | iceberg.Date | iceberg.Timestamp](ref iceberg.Reference, lo, hi T) keySpan {
+	return keySpan{filter: between(ref, lo, hi), kind: kindInt, lo: keyValue{n: int64(lo)}, hi: keyValue{n: int64(hi)}}
+}
+
+// stringSpan is the span [lo, hi] of a string key.
+func stringSpan(ref iceberg.Reference, lo, hi string) keySpan {
+	return keySpan{filter: between(ref, lo, hi), kind: kindString, lo: keyValue{s: lo}, hi: keyValue{s: hi}}
+}
+
+// between is the filter lo <= ref <= hi.
 func between[T iceberg.LiteralType](ref iceberg.Reference, lo, hi T) iceberg.BooleanExpression {
 	return iceberg.NewAnd(iceberg.GreaterThanEqual(ref, lo), iceberg.LessThanEqual(ref, hi))
 }
 
+// minMax returns the smallest and the largest value(i) among the rows selected by keep; ok is false
+// when none is.
 func minMax[T cmp.Ordered](keep []bool, value func(int) T) (lo, hi T, ok bool) {
 	for i, k := range keep {
 		if !k {

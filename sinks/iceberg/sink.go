@@ -45,6 +45,7 @@ type Sink struct {
 	arrowSchema ArrowSchemaFunc
 	maintenance MaintenanceOptions
 	tables      map[string]TableLayout
+	keys        *keyIndex // key column bounds of the manifests read, for snapshot chunks
 
 	// beforeCommit, when set by a test, runs between writing a batch's files and committing them.
 	beforeCommit func(context.Context)
@@ -78,7 +79,8 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if opts.Maintenance != nil {
 		maint = *opts.Maintenance
 	}
-	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint, tables: opts.Tables}, nil
+	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint, tables: opts.Tables,
+		keys: newKeyIndex(keyIndexSize)}, nil
 }
 
 // Catalog returns the sink's catalog, for maintenance and tests.
