@@ -18,6 +18,7 @@ import (
 // TestConformance runs the suite every sink passes, in a fresh database of the test server; the
 // visible rows are SELECT ... FINAL with the tombstone filter.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	addr := testenv.ClickHouse(t)
 	db := testenv.RandomName("sluice_conf_")
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{addr}, Protocol: clickhouse.Native, DialTimeout: 2 * time.Second})

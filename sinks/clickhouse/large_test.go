@@ -14,6 +14,7 @@ import (
 // became exactly one part holding every row and the marker. It logs the insert throughput and
 // how long Position takes on the resulting table.
 func TestLargeBatchIsOnePart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("inserts 2.4 million rows")
 	}

@@ -23,6 +23,7 @@ import (
 // to hand the driver: the server's block header names each column with the type the sink
 // writes, and every stored value matches.
 func TestNativeInsertStoresWhatSlicesStored(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs ClickHouse")
 	}

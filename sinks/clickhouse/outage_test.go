@@ -151,6 +151,7 @@ func outage() time.Duration {
 // while it is down, the retries are visible, and after the restart the same batch commits and
 // the stream catches up with nothing lost. SLUICE_CH_OUTAGE=30s runs the 30 seconds.
 func TestServerOutage(t *testing.T) {
+	t.Parallel()
 	p := startPrivateServer(t)
 	h := newHarness(t, p.addr)
 	for i := range 5 {
@@ -210,6 +211,7 @@ func TestServerOutage(t *testing.T) {
 // after the restart the batch's rows and its position marker are either both there or both
 // absent, and re-applying the batch completes it.
 func TestCrashMidInsertIsAtomic(t *testing.T) {
+	t.Parallel()
 	p := startPrivateServer(t)
 	h := newHarness(t, p.addr)
 	h.apply(ins(1, "seed", 1))

@@ -22,6 +22,7 @@ import (
 // SELECT ... FINAL (tombstone filter) and the view key by key, and replaying the stream changes
 // nothing.
 func TestFromPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs PostgreSQL")
 	}

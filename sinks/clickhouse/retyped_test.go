@@ -12,6 +12,7 @@ import (
 // under the pipeline; the next batch is poison, and the error names the column, both types and
 // the statement that changes it back. Changed back, the same batch commits.
 func TestRetypedColumnIsPoisonThatSaysSo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.apply(ins(1, "a", 1))
 	var want string

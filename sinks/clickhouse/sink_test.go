@@ -14,6 +14,7 @@ import (
 // position alone) and a stream of upserts, deletes, key changes and re-inserts, comparing the
 // source with SELECT ... FINAL (tombstone filter) and the view after every commit.
 func TestBackfillThenStream(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	if _, ok := h.position(); ok {
 		t.Fatal("a new table has a position")
@@ -84,6 +85,7 @@ func TestBackfillThenStream(t *testing.T) {
 // A backfill chunk applied late (after the stream deleted one of its keys) cannot resurrect the
 // key either: its version (the snapshot LSN) is older than the delete's.
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	first := h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3))
 	if err := h.sink.Apply(t.Context(), first); err != nil {
@@ -115,6 +117,7 @@ func TestReplay(t *testing.T) {
 // LSN, so its rows have equal versions; the later batch must win, in separate parts and after
 // merges.
 func TestTransactionSplitOverBatches(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.apply(ins(1, "a", 1), ins(2, "b", 2))
 	h.apply(upd(1, "a in txn", 10), ins(3, "c in txn", 3))
@@ -135,6 +138,7 @@ func TestTransactionSplitOverBatches(t *testing.T) {
 
 // TestTypesRoundTrip writes one row of every mapped type to the old server and reads it back.
 func TestTypesRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.spec = typesSpec("types")
 	if err := h.sink.EnsureTable(t.Context(), h.spec); err != nil {
@@ -196,6 +200,7 @@ func TestTypesRoundTrip(t *testing.T) {
 // TestOutOfRangeIsPoison: a 1967 date cannot be stored in the old server's Date; the batch stops
 // as poison naming the column and value, and nothing of it is written.
 func TestOutOfRangeIsPoison(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.spec = typesSpec("types")
 	if err := h.sink.EnsureTable(t.Context(), h.spec); err != nil {
@@ -227,6 +232,7 @@ func TestOutOfRangeIsPoison(t *testing.T) {
 // TestEnsureTableEvolves adds a source column and a metadata column, and refuses a type change
 // and a key change.
 func TestEnsureTableEvolves(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.apply(ins(1, "a", 1))
 	if err := h.sink.EnsureTable(t.Context(), h.spec); err != nil {
@@ -269,6 +275,7 @@ func TestEnsureTableEvolves(t *testing.T) {
 // TestUnknownColumnIsPoison: a batch carrying a column the table lacks (EnsureTable not run) is
 // poison from the server.
 func TestUnknownColumnIsPoison(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.spec.Schema.Columns = append(h.spec.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
 	c := ins(1, "a", 1)
@@ -282,6 +289,7 @@ func TestUnknownColumnIsPoison(t *testing.T) {
 
 // TestDiscardSnapshot empties a partly backfilled table and its position.
 func TestDiscardSnapshot(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))); err != nil {
 		t.Fatal(err)
@@ -308,6 +316,7 @@ func TestDiscardSnapshot(t *testing.T) {
 
 // TestPositionOfTwoSourcesIsPoison: markers of two sources have no order.
 func TestPositionOfTwoSourcesIsPoison(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	h.apply(ins(1, "a", 1))
 	q := fmt.Sprintf("INSERT INTO %s.orders (id, _version, _is_deleted, _sluice_marker, _sluice_position) SELECT 0, 1, 1, 1, '%s'",
@@ -323,6 +332,7 @@ func TestPositionOfTwoSourcesIsPoison(t *testing.T) {
 
 // TestModernRefusedOnOldServer: asking for the modern layout on 18.16 is refused at start.
 func TestModernRefusedOnOldServer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	if h.sink.Version().SupportsModern() {
 		t.Skipf("server %s supports the modern layout", h.sink.Version())
@@ -336,6 +346,7 @@ func TestModernRefusedOnOldServer(t *testing.T) {
 
 // TestConcurrentEnsureTable: several workers create and evolve the same table at once.
 func TestConcurrentEnsureTable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "")
 	spec := ordersSpec("shared")
 	spec.Schema.Columns = append(spec.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
