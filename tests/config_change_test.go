@@ -25,6 +25,7 @@ import (
 // source; c's changes hold the slot (status shows c removed, with the WAL it holds) until `sluice
 // remove`, after which the slot moves past them and the publication no longer has c.
 func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
+	t.Parallel()
 	var setup []string
 	for _, n := range []string{"a", "b", "c", "d"} {
 		setup = append(setup,

@@ -219,12 +219,15 @@ func TableStatus(ctx context.Context, c client.Client, pipeline string, table ba
 }
 
 // WaitFor polls check every interval until it returns true, ctx ends or timeout passes; the
-// error names what was awaited and the last state check reported.
+// error names what was awaited and the last state check reported. The pause after a check is
+// at least as long as the check took, so that a costly check (a full scan of a source and a
+// sink) takes at most half of the time it waits, however loaded the machine.
 func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, check func(ctx context.Context) (bool, string, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last string
 	for {
+		began := time.Now()
 		ok, state, err := check(ctx)
 		if err == nil && ok {
 			return nil
@@ -236,7 +239,7 @@ func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: not reached after %s (last: %s)", what, timeout, last)
-		case <-time.After(interval):
+		case <-time.After(max(interval, time.Since(began))):
 		}
 	}
 }
