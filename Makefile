@@ -53,16 +53,21 @@ workflowcheck:
 # service; then the unit packages that use the services (beside ./tests, the services served them
 # at full priority and the end-to-end tests' waits timed out). Unit packages run with the race
 # detector, and FAULTS_PKGS again with the faults tag. Every step must pass.
+# Its services are a stack of its own and its temporary files live in memory when the machine has
+# a tmpfs with room (scripts/test-dirs.sh says where, and why).
 test: tools vet workflowcheck
-	@$(GO) run ./cmd/devstack start
-	@GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) FAULTS_TAG=$(FAULTS_TAG) \
+	@eval "$$(scripts/test-dirs.sh)" && $(GO) run ./cmd/devstack start && \
+		GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) FAULTS_TAG=$(FAULTS_TAG) \
 		FAULTS_PKGS='$(FAULTS_PKGS)' scripts/test.sh
 
 demo: tools
 	@scripts/demo.sh
 
+# stop also stops make test's own stack, and frees the memory its data took.
 stop:
 	@$(GO) run ./cmd/devstack stop
+	@own="$$(scripts/test-dirs.sh --own-stack)"; if [ -d "$$own" ]; then \
+		$(GO) run ./cmd/devstack --dir "$$own" stop && rm -rf "$$own"; fi
 
 bench: tools
 	@$(GO) run ./cmd/bench $(BENCH_FLAGS)
@@ -72,3 +77,5 @@ proto:
 
 status:
 	@$(GO) run ./cmd/devstack status
+	@own="$$(scripts/test-dirs.sh --own-stack)"; if [ -d "$$own" ]; then \
+		echo "make test's stack ($$own):"; $(GO) run ./cmd/devstack --dir "$$own" status; fi
