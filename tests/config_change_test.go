@@ -24,8 +24,12 @@ import (
 // stops; a and b keep equal to their sources; d joins the publication, backfills and equals its
 // source; c's changes hold the slot (status shows c removed, with the WAL it holds) until `sluice
 // remove`, after which the slot moves past them and the publication no longer has c.
+//
+// It runs alone, before the parallel tests: beside three others on two cores (a make test run on
+// 2026-12-05), its wait for the slot to pass c's changes after `sluice remove` ran out of its two
+// minutes, the last check's connection to Postgres cut by the deadline. Whether the slot was slow
+// or held is open (issue 21's closing note); alone it passes in about a minute.
 func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
-	t.Parallel()
 	var setup []string
 	for _, n := range []string{"a", "b", "c", "d"} {
 		setup = append(setup,
@@ -120,8 +124,8 @@ func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
 	t.Logf("sluice remove:\n%s", out)
 	err := localrun.WaitFor(ctx, "the slot to move past the changes of c", 2*time.Minute, 500*time.Millisecond,
 		func(ctx context.Context) (bool, string, error) {
-			confirmed := p.slotConfirmed(ctx)
-			return confirmed > held, batch.Position{LSN: confirmed}.String(), nil
+			confirmed, err := p.slotConfirmedErr(ctx)
+			return confirmed > held, batch.Position{LSN: confirmed}.String(), err
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -188,11 +192,19 @@ func (p *icebergPipeline) removedStatus(ctx context.Context) removedStatusJSON {
 // slotConfirmed is the pipeline's slot's confirmed_flush_lsn.
 func (p *icebergPipeline) slotConfirmed(ctx context.Context) uint64 {
 	p.t.Helper()
-	var lsn uint64
-	if err := p.queryRow(ctx, `SELECT pg_wal_lsn_diff(confirmed_flush_lsn, '0/0')::bigint FROM pg_replication_slots WHERE slot_name = '`+p.cfg.Source.Slot+`'`, &lsn); err != nil {
+	lsn, err := p.slotConfirmedErr(ctx)
+	if err != nil {
 		p.t.Fatal(err)
 	}
 	return lsn
+}
+
+// slotConfirmedErr is slotConfirmed for a WaitFor check: an error is the check's state, so a
+// wait that runs out reports what it waited for.
+func (p *icebergPipeline) slotConfirmedErr(ctx context.Context) (uint64, error) {
+	var lsn uint64
+	err := p.queryRow(ctx, `SELECT pg_wal_lsn_diff(confirmed_flush_lsn, '0/0')::bigint FROM pg_replication_slots WHERE slot_name = '`+p.cfg.Source.Slot+`'`, &lsn)
+	return lsn, err
 }
 
 // rewriteTables replaces the config file's tables (as newPipeline writes them) and reloads it.
