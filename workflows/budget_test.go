@@ -186,14 +186,21 @@ func (w *world) maxResultOf() int {
 	return w.maxResult
 }
 
+// scaledForRace returns n, or under the race detector a quarter of it with in's runs a quarter
+// as long (MaxHistoryEvents): as many continue-as-new hand-overs, at a quarter of the detector's
+// cost.
+func scaledForRace(n int, in *TableInput) int {
+	if !race.Enabled {
+		return n
+	}
+	in.Options.MaxHistoryEvents = ContinueAsNewAtEvents / 4
+	return n / 4
+}
+
 func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 	t.Parallel()
-	n, in := int64(20_000), TableInput{TableConfig: testTable}
-	if race.Enabled {
-		// A quarter of the backlog, and runs a quarter as long: as many continue-as-new
-		// hand-overs, at a quarter of the detector's cost.
-		n, in.Options.MaxHistoryEvents = 5_000, ContinueAsNewAtEvents/4
-	}
+	in := TableInput{TableConfig: testTable}
+	n := scaledForRace(20_000, &in)
 	w := newWorld(true, 0)
 	var want []string
 	for i := range n {
@@ -216,7 +223,7 @@ func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 			commits++
 		}
 	}
-	if int64(commits) > n/GroupRefs*2 {
+	if commits > n/GroupRefs*2 {
 		t.Errorf("%d batches took %d CommitBatch calls (groups of up to %d, the largest %d), want at most %d", n, commits, GroupRefs, w.maxGroup, n/GroupRefs*2)
 	}
 	for uri, k := range w.given {
@@ -224,11 +231,11 @@ func TestTableWorkflowBacklogStaysWithinBudget(t *testing.T) {
 			t.Errorf("batch %s was given to %d commits, want 1", uri, k)
 		}
 	}
-	if int64(len(w.given)) != n {
+	if len(w.given) != n {
 		t.Errorf("%d batches were given to a commit, want %d", len(w.given), n)
 	}
 	t.Logf("%d batches committed in %d CommitBatch calls (largest group %d)", n, commits, w.maxGroup)
-	if st := runs[0].lastStatus; int64(st.QueueLength) != n-st.Batches || st.LagBytes != uint64(n*10)-st.Position.Position.LSN {
+	if st := runs[0].lastStatus; int64(st.QueueLength) != int64(n)-st.Batches || st.LagBytes != uint64(n*10)-st.Position.Position.LSN {
 		t.Errorf("status at the end of the first run: %d batches committed, queue %d, lag %d bytes; want the rest queued and lagging",
 			st.Batches, st.QueueLength, st.LagBytes)
 	}
@@ -247,12 +254,9 @@ func TestTableWorkflowLongOutageRetriesWithinBudget(t *testing.T) {
 		want = append(want, appliedAs(r))
 	}
 	// The sink is down for the first 12,000 commit attempts: with the bounded attempts and the
-	// workflow's backoff, about two days. Under the race detector a quarter of that, in runs a
-	// quarter as long: as many continue-as-new hand-overs at a quarter of the detector's cost.
-	failing, in := 12_000, TableInput{TableConfig: testTable}
-	if race.Enabled {
-		failing, in.Options.MaxHistoryEvents = 3_000, ContinueAsNewAtEvents/4
-	}
+	// workflow's backoff, about two days (scaledForRace: a quarter under the race detector).
+	in := TableInput{TableConfig: testTable}
+	failing := scaledForRace(12_000, &in)
 	w.commitFails = func(time.Time) bool {
 		failing--
 		return failing >= 0
