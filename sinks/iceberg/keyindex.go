@@ -181,16 +181,14 @@ func (ix *keyIndex) keysMayExist(ctx context.Context, tbl *table.Table, rec arro
 	return false, nil
 }
 
-// manifest returns what manifest m says about field, reading it unless the index has it.
-// Concurrent callers missing the same manifest share one read.
+// manifest returns what manifest m says about field, reading it unless the index has it (its
+// caller found it missing; a concurrent call may have read it since). Concurrent callers missing
+// the same manifest share one read.
 func (ix *keyIndex) manifest(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile, field iceberg.NestedField) (manifestKeys, error) {
 	key := keyOf(m, field)
-	if keys, ok := ix.manifests.Get(key); ok {
-		return keys, nil
-	}
 	v, err, _ := ix.reading.Do(fmt.Sprintf("%d %s %s", key.field, key.typ, key.path), func() (any, error) {
 		if keys, ok := ix.manifests.Get(key); ok {
-			return keys, nil // read by a call that ended between the two looks
+			return keys, nil
 		}
 		keys, err := ix.read(ctx, fs, m, field)
 		if err != nil {
