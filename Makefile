@@ -22,6 +22,8 @@ WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 FAULTS_TAG := faults
 FAULTS_PKGS := ./internal/faults/ ./worker/
 BINDIR ?= bin
+# make test's own stack directory, when it has one (scripts/test-dirs.sh); stop and status look there.
+TEST_STACK := $(shell scripts/test-dirs.sh --own-stack)
 # --version reads the module version and commit from the binary's build info; these are the
 # fallbacks for a build without VCS information (no .git, -buildvcs=false).
 VERSION_PKG := github.com/sluicecdc/sluice/internal/version
@@ -66,8 +68,7 @@ demo: tools
 # stop also stops make test's own stack, and frees the memory its data took.
 stop:
 	@$(GO) run ./cmd/devstack stop
-	@own="$$(scripts/test-dirs.sh --own-stack)"; if [ -d "$$own" ]; then \
-		$(GO) run ./cmd/devstack --dir "$$own" stop && rm -rf "$$own"; fi
+	@if [ -d "$(TEST_STACK)" ]; then $(GO) run ./cmd/devstack --dir "$(TEST_STACK)" stop && rm -rf "$(TEST_STACK)"; fi
 
 bench: tools
 	@$(GO) run ./cmd/bench $(BENCH_FLAGS)
@@ -77,5 +78,4 @@ proto:
 
 status:
 	@$(GO) run ./cmd/devstack status
-	@own="$$(scripts/test-dirs.sh --own-stack)"; if [ -d "$$own" ]; then \
-		echo "make test's stack ($$own):"; $(GO) run ./cmd/devstack --dir "$$own" status; fi
+	@if [ -d "$(TEST_STACK)" ]; then echo "make test's stack ($(TEST_STACK)):"; $(GO) run ./cmd/devstack --dir "$(TEST_STACK)" status; fi

@@ -14,9 +14,9 @@
 # A SLUICE_STACK_DIR or TMPDIR already set is kept. Without such a tmpfs it prints nothing and
 # the tests use .stack and /tmp.
 #
-# Output: export lines, and SLUICE_TEST_STACK=<dir> when the stack is make test's own (the one
-# make stop may remove). With --own-stack it prints only that directory's name, whether or not
-# it exists or the tmpfs has room now (make stop and make status look there).
+# Output: export lines. With --own-stack it prints only the name of make test's own stack
+# directory, whether or not it exists or the tmpfs has room now (make stop and make status look
+# there, and make stop removes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +33,7 @@ free_kib="$(df -Pk "$tmpfs" | awk 'NR == 2 { print $4 }')"
 [ -n "$free_kib" ] && [ "$free_kib" -ge $((min_gib * 1024 * 1024)) ] || exit 0
 
 if [ -z "${SLUICE_STACK_DIR:-}" ]; then
-  printf 'export SLUICE_STACK_DIR=%q\nexport SLUICE_TEST_STACK=%q\n' "$stack" "$stack"
+  printf 'export SLUICE_STACK_DIR=%q\n' "$stack"
 fi
 if [ -z "${TMPDIR:-}" ]; then
   printf 'export TMPDIR=%q\n' "$tmpfs"
