@@ -55,7 +55,23 @@ if [ ${#local_pkgs[@]} -eq 0 ] || [ ${#service_pkgs[@]} -eq 0 ]; then
 fi
 
 out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
+# A test binary killed by its timeout leaves its temporary directories behind; in a tmpfs TMPDIR
+# (scripts/test-dirs.sh) they would hold memory until reboot. Those this run created (go test's
+# Test*, the tests' sluice-* binaries; not make test's own stack) are removed on the way out.
+touch "$out/began"
+cleanup() {
+  if [ -n "${TMPDIR:-}" ] && [ "$(stat -f -c %T "$TMPDIR" 2>/dev/null)" = tmpfs ]; then
+    find "$TMPDIR" -mindepth 1 -maxdepth 1 -user "$(id -u)" -newer "$out/began" \
+      \( -name 'Test*' -o -name 'sluice-*' \) ! -name 'sluice-test-*' -exec rm -rf {} + 2>/dev/null
+  fi
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+# Services the tests' Ensure found dead or unanswering are restarted under every test using them;
+# devstack records why in the stack's events.log, printed at the end when this run added to it.
+events="${SLUICE_STACK_DIR:-.stack}/events.log"
+events_before=$(stat -c %s "$events" 2>/dev/null || echo 0)
 
 # The unit packages without services, then the faults-tag step, at nice 19; their output is
 # printed after ./tests' so that the two do not interleave.
@@ -76,6 +92,11 @@ read -r units faults < "$out/rc" || { units=1; faults=1; }
 
 "$GO" test -count=1 -race -timeout "$TIMEOUT" "${EXTRA[@]}" "${service_pkgs[@]}"
 services=$?
+
+if [ "$(stat -c %s "$events" 2>/dev/null || echo 0)" -gt "$events_before" ]; then
+  echo "test.sh: services were restarted during the run ($events):"
+  tail -c +"$((events_before + 1))" "$events"
+fi
 
 if [ "$e2e" -ne 0 ] || [ "$units" -ne 0 ] || [ "$faults" -ne 0 ] || [ "$services" -ne 0 ]; then
   echo "FAIL: ./tests exit $e2e, unit packages without services exit $units, faults tag exit $faults, unit packages with services exit $services"

@@ -236,7 +236,14 @@ func couchbaseColumns(col *gocb.Collection, universe, columns []string) sinkRead
 				g := &gocb.GetOp{ID: k}
 				ops, gets = append(ops, g), append(gets, g)
 			}
-			if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx}); err != nil {
+			// gocb's bulk operations ignore the context and, without a timeout, allow the KV
+			// timeout once per operation (2.5 s × 1,000 = 41 minutes against a server that stopped
+			// answering): the read is bounded by its context's deadline instead.
+			timeout := time.Minute
+			if dl, ok := ctx.Deadline(); ok {
+				timeout = max(time.Until(dl), time.Second)
+			}
+			if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx, Timeout: timeout}); err != nil {
 				return out, fmt.Errorf("bulk get: %w", err)
 			}
 			for _, g := range gets {

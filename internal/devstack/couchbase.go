@@ -23,6 +23,9 @@ const (
 // logCapBytes is how much of gocaves' output its log keeps.
 const logCapBytes = 16 << 20
 
+// logEndBytes is how much of the end of gocaves' output is kept once it exits.
+const logEndBytes = 256 << 10
+
 func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
 	bin, err := s.tool("gocaves", filepath.Join(s.Cache, "bin", "gocaves"))
 	if err != nil {
@@ -34,13 +37,15 @@ func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
 	}
 	logPath := filepath.Join(dir, "gocaves.log")
 	_ = os.Remove(logPath) // the connection string is read from a fresh log
+	_ = os.Remove(logPath + ".end")
 	// gocaves logs every packet it receives (GBs under a benchmark), with no flag to quiet it: its
 	// output goes through dd, which passes the first logCapBytes on as they come (the connection
-	// string is in the first lines; head would buffer it), then cat discards the rest, so the
-	// mock never blocks on a full pipe. The shell leads its own process group, which Stop
-	// signals as a whole.
+	// string is in the first lines; head would buffer it), then tail keeps only the last
+	// logEndBytes of the rest and writes them to gocaves.log.end when gocaves exits (a crash's
+	// stack trace; Ensure's restart record quotes it), so the mock never blocks on a full pipe.
+	// The shell leads its own process group, which Stop signals as a whole.
 	cmd := exec.Command("/bin/sh", "-c",
-		fmt.Sprintf(`"$0" --mock-only 2>&1 | { dd bs=64k iflag=count_bytes count=%d status=none; echo; echo "[gocaves log capped at %d bytes by devstack]"; cat >/dev/null; }`, logCapBytes, logCapBytes),
+		fmt.Sprintf(`"$0" --mock-only 2>&1 | { dd bs=64k iflag=count_bytes count=%d status=none; echo; echo "[gocaves log capped at %d bytes by devstack]"; tail -c %d > gocaves.log.end; }`, logCapBytes, logCapBytes, logEndBytes),
 		bin)
 	cmd.Dir = dir
 	if err := spawn(cmd, logPath); err != nil {

@@ -60,6 +60,8 @@ type Info struct {
 	URL     string            `json:"url,omitempty"` // a DSN or connection string, when the service has one
 	Extra   map[string]string `json:"extra,omitempty"`
 	Started time.Time         `json:"started"`
+	// Halted is set by Halt: the service was stopped on purpose and keeps its ports for Ensure.
+	Halted bool `json:"halted,omitempty"`
 }
 
 // New returns the stack in dir with tools from cache. Empty arguments take the defaults:
@@ -148,14 +150,19 @@ func (s *Stack) Ensure(ctx context.Context, service string) (Info, error) {
 	defer unlock()
 
 	if info, err := s.readState(service); err == nil && alive(info.PID) {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := s.ready(rctx, info)
+		// Other processes may be using it (make test's packages share one stack): a restart
+		// moves it to new ports under them, so one slow answer on a loaded machine is not
+		// enough; it is restarted only after liveReadyWait of failed checks.
+		rctx, cancel := context.WithTimeout(ctx, liveReadyWait)
+		err := waitReady(rctx, info, s.ready)
 		cancel()
 		if err == nil {
 			return info, nil
 		}
-		s.Logger.Warn("service recorded as running is not ready; restarting it", "service", service, "err", err)
+		s.recordRestart(info, fmt.Sprintf("running but not ready after %s (%v); restarting it", liveReadyWait, err))
 		_ = s.stopInfo(info)
+	} else if err == nil && !info.Halted {
+		s.recordRestart(info, "exited; starting it again")
 	}
 	info, err := starter(ctx)
 	if err != nil {
@@ -226,7 +233,34 @@ func (s *Stack) Halt(ctx context.Context, service string) error {
 	if err := s.stopInfo(info); err != nil {
 		return fmt.Errorf("halting %s (pid %d): %w", service, info.PID, err)
 	}
-	return nil
+	info.Halted = true
+	return s.writeState(info)
+}
+
+// EventsFile is the file in a stack's directory where Ensure records each restart of a service
+// it did not stop itself (one that exited, or stopped answering), with the end of its log: a
+// shared stack's services are restarted under the processes using them, and the reason must
+// outlive the restart.
+const EventsFile = "events.log"
+
+// recordRestart logs and appends to EventsFile that info's service is restarted, and why.
+func (s *Stack) recordRestart(info Info, why string) {
+	s.Logger.Warn("restarting a service", "service", info.Service, "pid", info.PID, "why", why, "log", info.Log)
+	end := info.Log + ".end" // the end of a capped log (gocaves), written when the service exits
+	if b, err := os.ReadFile(end); err != nil || len(b) == 0 {
+		end = info.Log
+	}
+	entry := fmt.Sprintf("%s %s (pid %d, started %s) %s; the end of %s:\n%s\n\n",
+		time.Now().UTC().Format(time.RFC3339), info.Service, info.PID, info.Started.Format(time.RFC3339), why, end, tail(end, 30))
+	f, err := os.OpenFile(filepath.Join(s.Dir, EventsFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.Logger.Warn("recording a restart", "err", err)
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(entry); err != nil {
+		s.Logger.Warn("recording a restart", "err", err)
+	}
 }
 
 // previousPort is the port a service last listened on, when it is free again; 0 otherwise.
@@ -390,6 +424,9 @@ func spawn(cmd *exec.Cmd, logPath string) error {
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
+
+// liveReadyWait is how long Ensure waits for a running service to answer before restarting it.
+const liveReadyWait = time.Minute
 
 // waitReady polls check until it succeeds, the process dies, or the deadline passes. A failure
 // names the service, the last error and the log to read.

@@ -1,10 +1,13 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,6 +115,9 @@ func TestEnsureIsIdempotentAndStopStopsByPID(t *testing.T) {
 		t.Fatalf("data lost across Halt: %v", err)
 	}
 	conn.Close(ctx)
+	if _, err := os.Stat(filepath.Join(s.Dir, EventsFile)); !os.IsNotExist(err) {
+		t.Fatalf("a restart after Halt was recorded as unexpected (%s: %v)", EventsFile, err)
+	}
 	first = back
 	if err := s.Stop(ctx, ServicePostgres); err != nil {
 		t.Fatal(err)
@@ -143,6 +149,30 @@ func TestCouchbaseBehindLogCapperStartsAndStops(t *testing.T) {
 	if connstr, err := gocavesConnstr(info.Log); err != nil || connstr != info.URL {
 		t.Fatalf("log gives connstr %q (%v), want %q", connstr, err, info.URL)
 	}
+	// gocaves dies (as a crash would): the next Ensure starts another and records why, with the
+	// end of the dead one's log, in the stack's events file.
+	mock := childNamed(t, info.PID, "gocaves")
+	if err := syscall.Kill(mock, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(info.PID) {
+		if ctx.Err() != nil {
+			t.Fatalf("the log capper's shell %d outlived gocaves", info.PID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	again, err := s.Ensure(ctx, ServiceCouchbase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := os.ReadFile(filepath.Join(s.Dir, EventsFile))
+	if err != nil {
+		t.Fatalf("no record of the restart: %v", err)
+	}
+	if want := fmt.Sprintf("couchbase (pid %d", info.PID); !strings.Contains(string(events), want) || !strings.Contains(string(events), "exited") {
+		t.Fatalf("%s says %q, want a line with %q saying it exited", EventsFile, events, want)
+	}
+	info = again
 	if err := s.Stop(ctx, ServiceCouchbase); err != nil {
 		t.Fatal(err)
 	}
@@ -204,4 +234,28 @@ func TestWeedRequiresCredentialsAndRestartsInPlace(t *testing.T) {
 	if alive(back.PID) {
 		t.Fatalf("weed (pid %d) still runs after Stop", back.PID)
 	}
+}
+
+// childNamed returns the pid of the child of parent whose command name is comm.
+func childNamed(t *testing.T, parent int, comm string) int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ..."
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open || string(b[open+1:end]) != comm {
+			continue
+		}
+		fields := strings.Fields(string(b[end+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
+			pid, _ := strconv.Atoi(strings.Fields(string(b))[0])
+			return pid
+		}
+	}
+	t.Fatalf("no %s process under pid %d", comm, parent)
+	return 0
 }

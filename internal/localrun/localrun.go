@@ -222,20 +222,44 @@ func TableStatus(ctx context.Context, c client.Client, pipeline string, table ba
 // error names what was awaited and the last state check reported. The pause after a check is
 // at least as long as the check took, so that a costly check (a full scan of a source and a
 // sink) takes at most half of the time it waits, however loaded the machine.
+//
+// A check is given a context that ends with the wait. One that does not return when its context
+// ends (a client that ignores it, such as a bulk read with a timeout of its own) is abandoned
+// after checkGrace: WaitFor returns on time whatever the check does, and says the check hung.
 func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, check func(ctx context.Context) (bool, string, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	type result struct {
+		ok    bool
+		state string
+		err   error
+	}
 	var last string
 	for {
 		began := time.Now()
-		ok, state, err := check(ctx)
-		if err == nil && ok {
+		done := make(chan result, 1) // buffered: an abandoned check's send does not block
+		go func() {
+			ok, state, err := check(ctx)
+			done <- result{ok, state, err}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+			select {
+			case r = <-done:
+			case <-time.After(checkGrace):
+				return fmt.Errorf("waiting for %s: not reached after %s (the last check did not return %s after the deadline; the one before: %s)",
+					what, timeout, checkGrace, last)
+			}
+		}
+		if r.err == nil && r.ok {
 			return nil
 		}
-		if err != nil {
-			state = err.Error()
+		if r.err != nil {
+			r.state = r.err.Error()
 		}
-		last = state
+		last = r.state
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: not reached after %s (last: %s)", what, timeout, last)
@@ -243,6 +267,9 @@ func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 		}
 	}
 }
+
+// checkGrace is how long WaitFor waits, after its deadline, for a check that ignores its context.
+const checkGrace = 10 * time.Second
 
 // MetricsAddr waits up to timeout for the worker to log the address of its /metrics (started
 // with --metrics-addr 127.0.0.1:0, it logs the port it was given) and returns it.

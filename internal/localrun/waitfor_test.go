@@ -58,3 +58,27 @@ func TestWaitForNamesWhatItAwaited(t *testing.T) {
 		t.Fatalf("got %v, want the check's last error", err)
 	}
 }
+
+// TestWaitForReturnsWhenACheckHangs checks that a check ignoring its context does not hold
+// WaitFor past its deadline and grace: the error says the check did not return and keeps the
+// state of the check before it.
+func TestWaitForReturnsWhenACheckHangs(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	calls := 0
+	began := time.Now()
+	err := WaitFor(context.Background(), "the answer", 200*time.Millisecond, 10*time.Millisecond, func(context.Context) (bool, string, error) {
+		calls++
+		if calls == 1 {
+			return false, "still 41", nil
+		}
+		<-release // ignores its context, as a client with a timeout of its own does
+		return true, "", nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "did not return") || !strings.Contains(err.Error(), "still 41") {
+		t.Fatalf("got %v, want an error saying the check did not return, with the state before it", err)
+	}
+	if took := time.Since(began); took > 200*time.Millisecond+checkGrace+5*time.Second {
+		t.Fatalf("WaitFor returned after %s, want about the timeout and the grace (%s)", took, 200*time.Millisecond+checkGrace)
+	}
+}
