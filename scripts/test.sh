@@ -44,7 +44,7 @@ mapfile -t local_pkgs < <(awk '$1 == "local" { print $2 }' <<< "$groups")
 # The packages with services run two at a time (go test -p is the number of cores), in the order
 # given: the longest first, so that none of them runs alone at the end (a make test run of
 # 2026-12-05: sinks/clickhouse 285 s, sinks/iceberg 133 s, sinks/couchbase 119 s, workflows 90 s,
-# source 57 s, each of the others under 45 s).
+# source 57 s, each of the others under 35 s).
 slow_first=(sinks/clickhouse workflows sinks/iceberg sinks/couchbase source)
 mapfile -t service_pkgs < <(awk -v mod="$MODULE" -v slow="${slow_first[*]}" '
   BEGIN { n = split(slow, s, " "); for (i = 1; i <= n; i++) rank[mod "/" s[i]] = i }
