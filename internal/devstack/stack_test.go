@@ -1,13 +1,11 @@
 package devstack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,23 +234,11 @@ func TestWeedRequiresCredentialsAndRestartsInPlace(t *testing.T) {
 	}
 }
 
-// childNamed returns the pid of the child of parent whose command name is comm.
+// childNamed returns the pid of the process below parent (descendants) whose command name is comm.
 func childNamed(t *testing.T, parent int, comm string) int {
 	t.Helper()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid ..."
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open || string(b[open+1:end]) != comm {
-			continue
-		}
-		fields := strings.Fields(string(b[end+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
-			pid, _ := strconv.Atoi(strings.Fields(string(b))[0])
+	for _, pid := range descendants(parent) {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(b)) == comm {
 			return pid
 		}
 	}
