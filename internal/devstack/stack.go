@@ -247,7 +247,7 @@ const EventsFile = "events.log"
 func (s *Stack) recordRestart(info Info, why string) {
 	s.Logger.Warn("restarting a service", "service", info.Service, "pid", info.PID, "why", why, "log", info.Log)
 	end := info.Log + ".end" // the end of a capped log (gocaves), written when the service exits
-	if b, err := os.ReadFile(end); err != nil || len(b) == 0 {
+	if st, err := os.Stat(end); err != nil || st.Size() == 0 {
 		end = info.Log
 	}
 	entry := fmt.Sprintf("%s %s (pid %d, started %s) %s; the end of %s:\n%s\n\n",
