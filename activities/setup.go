@@ -22,6 +22,9 @@ type Setup struct {
 	Logger  *slog.Logger
 	// Authority is the worker's config that every input is checked against; nil refuses all.
 	Authority *Authority
+	// Conns lends the short catalog reads (TableSchema) a pooled source connection; nil opens
+	// one per read.
+	Conns *source.Pool
 }
 
 // SetupInput describes a pipeline's source side.
@@ -144,12 +147,12 @@ func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, 
 	if err != nil {
 		return batch.Schema{}, err
 	}
-	conn, err := pgx.Connect(ctx, cfg.DSN)
+	conn, err := a.Conns.Acquire(ctx, cfg.DSN)
 	if err != nil {
 		return batch.Schema{}, fmt.Errorf("connecting to the source of pipeline %s to read table %s: %w", in.Pipeline, in.Table(), err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	schema, err := source.DiscoverSchema(ctx, conn, cfg.Tables[0])
+	defer conn.Release(ctx)
+	schema, err := source.DiscoverSchema(ctx, conn.Conn, cfg.Tables[0])
 	if err != nil {
 		return batch.Schema{}, sourceError("reading the schema of table "+in.Table().String(), err)
 	}

@@ -78,10 +78,6 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	id, err := source.Identify(ctx, cfg)
-	if err != nil {
-		return SnapshotInfo{}, sourceError("identifying the source of table "+in.Table.Table().String(), err)
-	}
 	a.release(ctx, func(h *backfill.Session) bool { return h.Table() == in.Table.Table() })
 	// The backfill begins with DiscardSnapshot, which may drop the target: create it again.
 	sink, err := a.Sinks.Sink(ctx, in.Table.Sink)
@@ -115,7 +111,7 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 		"lsn", batch.Position{LSN: snap.LSN()}.String(), "estimated_rows", est)
 	return SnapshotInfo{
 		Name:          snap.Name(),
-		Position:      batch.SourcePosition{Source: id, Position: batch.Position{LSN: snap.LSN()}},
+		Position:      batch.SourcePosition{Source: snap.Source(), Position: batch.Position{LSN: snap.LSN()}},
 		EstimatedRows: est,
 	}, nil
 }

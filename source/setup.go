@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicecdc/sluice/batch"
 )
@@ -118,11 +119,16 @@ func Identify(ctx context.Context, cfg Config) (batch.SourceID, error) {
 		return batch.SourceID{}, err
 	}
 	defer rconn.Close(context.WithoutCancel(ctx))
+	return identify(ctx, rconn, cfg.Slot)
+}
+
+// identify runs IDENTIFY_SYSTEM on an open replication connection: the source identity of slot.
+func identify(ctx context.Context, rconn *pgconn.PgConn, slot string) (batch.SourceID, error) {
 	sys, err := pglogrepl.IdentifySystem(ctx, rconn)
 	if err != nil {
 		return batch.SourceID{}, fmt.Errorf("identifying the source system: %w", err)
 	}
-	return batch.SourceID{SystemID: sys.SystemID, Timeline: sys.Timeline, Slot: cfg.Slot}, nil
+	return batch.SourceID{SystemID: sys.SystemID, Timeline: sys.Timeline, Slot: slot}, nil
 }
 
 // ensurePublication creates the publication FOR TABLE the configured tables (each with the

@@ -47,6 +47,7 @@ type Snapshot struct {
 	lsn    uint64
 	ts     time.Time
 	slot   string
+	id     batch.SourceID             // the source identity of the pipeline's slot
 	where  map[batch.TableName]string // the row filters of the configured tables (tables[].where)
 }
 
@@ -71,6 +72,12 @@ func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 			rconn.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	// The snapshot's own replication connection identifies the source, sparing the server a
+	// connection (a process) per backfill.
+	id, err := identify(ctx, rconn, cfg.Slot)
+	if err != nil {
+		return nil, err
+	}
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
 	tmp := snapshotSlotPrefix + hex.EncodeToString(suffix[:])
@@ -93,7 +100,7 @@ func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 		}
 	}()
 	s = &Snapshot{rconn: rconn, conns: []*pgconn.PgConn{conn}, free: make(chan *pgconn.PgConn, MaxSnapshotReaders),
-		dsn: cfg.DSN, name: res.SnapshotName, lsn: lsn, slot: tmp, where: map[batch.TableName]string{}}
+		dsn: cfg.DSN, name: res.SnapshotName, lsn: lsn, slot: tmp, id: id, where: map[batch.TableName]string{}}
 	s.free <- conn
 	for _, t := range cfg.Tables {
 		s.where[t.Table] = t.Where
@@ -123,6 +130,10 @@ func (s *Snapshot) LSN() uint64 { return s.lsn }
 
 // Name returns the exported snapshot's name (SET TRANSACTION SNAPSHOT), valid until Close.
 func (s *Snapshot) Name() string { return s.name }
+
+// Source returns the source identity of the pipeline's slot (system, timeline, slot), as
+// IDENTIFY_SYSTEM on the snapshot's connection reported it.
+func (s *Snapshot) Source() batch.SourceID { return s.id }
 
 // Time returns the time the snapshot was taken, the CommitTS of its rows.
 func (s *Snapshot) Time() time.Time { return s.ts }

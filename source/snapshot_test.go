@@ -157,18 +157,25 @@ func waitFor(t *testing.T, reason string, cond func() bool) {
 	}
 }
 
+// TestSnapshotEstimate checks the row estimate, never analyzed and analyzed, and the source
+// identity the snapshot reports.
 func TestSnapshotEstimate(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t,
 		"CREATE TABLE e (id int PRIMARY KEY)",
 		"INSERT INTO e SELECT generate_series(1, 1234)")
 	cfg := db.config(t, "e")
-	setup(t, cfg)
+	info := setup(t, cfg)
 	table := cfg.Tables[0].Table
 	ctx := context.Background()
 	snap, err := OpenSnapshot(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The snapshot identifies the source on its own connection: the position it becomes is
+	// compared with every stored one, so it must be the slot's identity exactly.
+	if got := snap.Source(); got != info.ID {
+		t.Errorf("snapshot's source %+v, want the slot's %+v", got, info.ID)
 	}
 	n, err := snap.Estimate(ctx, table)
 	if err != nil || n != 1234 {

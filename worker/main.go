@@ -152,6 +152,8 @@ func run(ctx context.Context, o options) error {
 	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
 	authority := pipeline.Authority(cfg) // every activity input is checked against the config
+	conns := &source.Pool{}              // the activities' short catalog reads share connections
+	defer conns.Close()
 	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
 		Authority: authority, Metrics: m, Partitions: store}
 	defer activities.CloseSnapshots(context.Background(), snapshots)
@@ -185,7 +187,8 @@ func run(ctx context.Context, o options) error {
 		Commit: &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4,
 			Authority: authority, Metrics: m},
 		Snapshot: snapshots,
-		Setup:    &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority},
+		Setup: &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority,
+			Conns: conns},
 		Reader: &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"),
 			Authority: authority, Metrics: m},
 	}.Register(w)
