@@ -239,7 +239,7 @@ func (p *icebergPipeline) waitAllEqual(timeout time.Duration) {
 		var left []int
 		for _, i := range pending {
 			name := manyTableName(i)
-			src, err := localrun.ScanPostgres(ctx, p.dsn, "public."+name, "id", cols)
+			src, err := sourceDBs.Scan(ctx, p.dsn, "public."+name, "id", cols)
 			if err != nil {
 				return false, "", err
 			}

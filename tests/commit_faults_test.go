@@ -301,7 +301,7 @@ func TestBrokenCommitPathIsCaught(t *testing.T) {
 				failure = f
 				return f != "", "", err
 			}
-			src, err := localrun.ScanPostgres(ctx, p.dsn, "public.items", "id", e2eColumns)
+			src, err := sourceDBs.Scan(ctx, p.dsn, "public.items", "id", e2eColumns)
 			if err != nil {
 				return false, "", err
 			}
@@ -331,7 +331,7 @@ func TestBrokenCommitPathIsCaught(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	src, err := localrun.ScanPostgres(ctx, p.dsn, "public.items", "id", e2eColumns)
+	src, err := sourceDBs.Scan(ctx, p.dsn, "public.items", "id", e2eColumns)
 	if err != nil {
 		t.Fatal(err)
 	}

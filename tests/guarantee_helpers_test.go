@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/jackc/pgx/v5"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
@@ -114,12 +113,7 @@ func (p *icebergPipeline) currentLSN(ctx context.Context) uint64 {
 
 // queryRow runs one query on the source and scans its row into dst.
 func (p *icebergPipeline) queryRow(ctx context.Context, sql string, dst ...any) error {
-	conn, err := pgx.Connect(ctx, p.dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	return conn.QueryRow(ctx, sql).Scan(dst...)
+	return sourceDBs.QueryRow(ctx, p.dsn, sql, nil, dst...)
 }
 
 // readerPID returns the process id of the worker that runs the pipeline's ReadStream activity

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -23,6 +22,10 @@ import (
 // bins are the worker and starter built once for the package's tests (TestMain), with the
 // fault points. Every process a test starts through localrun dies with the test binary.
 var bins localrun.Binaries
+
+// sourceDBs lends the tests' own SQL (writes, checks, slot reads) pooled connections to their
+// databases: a connection per poll was most of the shared Postgres' work in make test.
+var sourceDBs localrun.Pools
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "sluice-bin-")
@@ -39,6 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	sourceDBs.Close()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -187,15 +191,8 @@ func (p *icebergPipeline) exec(stmts ...string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, p.dsn)
-	if err != nil {
+	if err := sourceDBs.Exec(ctx, p.dsn, stmts...); err != nil {
 		p.t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			p.t.Fatalf("%s: %v", s, err)
-		}
 	}
 }
 
@@ -264,7 +261,7 @@ func (p *icebergPipeline) waitEqual(source, target, key string, columns []string
 	var sink localrun.Table
 	err := localrun.WaitFor(context.Background(), target+" to equal "+source, 3*time.Minute, time.Second,
 		func(ctx context.Context) (bool, string, error) {
-			src, err := localrun.ScanPostgres(ctx, p.dsn, source, key, columns)
+			src, err := sourceDBs.Scan(ctx, p.dsn, source, key, columns)
 			if err != nil {
 				return false, "", err
 			}
@@ -287,17 +284,7 @@ func (p *icebergPipeline) waitEqual(source, target, key string, columns []string
 
 // execSQL runs statements on dsn.
 func execSQL(ctx context.Context, dsn string, stmts ...string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
-	}
-	return nil
+	return sourceDBs.Exec(ctx, dsn, stmts...)
 }
 
 // waitEqualTo waits until read returns the source table's rows over columns, key by key.
@@ -311,7 +298,7 @@ func (p *icebergPipeline) waitEqualWithin(timeout time.Duration, source, key str
 	p.t.Helper()
 	err := localrun.WaitFor(context.Background(), "the sink to equal "+source, timeout, time.Second,
 		func(ctx context.Context) (bool, string, error) {
-			src, err := localrun.ScanPostgres(ctx, p.dsn, source, key, columns)
+			src, err := sourceDBs.Scan(ctx, p.dsn, source, key, columns)
 			if err != nil {
 				return false, "", err
 			}

@@ -121,7 +121,7 @@ func postgresPluginDestination(addr, dsn string) destination {
 		items:  e2eColumns,
 		read: func(_ *icebergPipeline, target string, columns, _ []string) sinkReader {
 			return func(ctx context.Context) (localrun.Table, error) {
-				return localrun.ScanPostgres(ctx, dsn, "public."+target, "id", columns)
+				return sourceDBs.Scan(ctx, dsn, "public."+target, "id", columns)
 			}
 		},
 	}

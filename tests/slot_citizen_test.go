@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/internal/localrun"
@@ -352,10 +350,5 @@ func TestIdleTablesHoldNoWAL(t *testing.T) {
 
 // queryRowDSN runs one query on dsn and scans its row into dst.
 func queryRowDSN(ctx context.Context, dsn, sql string, dst ...any) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	return conn.QueryRow(ctx, sql).Scan(dst...)
+	return sourceDBs.QueryRow(ctx, dsn, sql, nil, dst...)
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/internal/testenv"
 )
@@ -15,13 +13,8 @@ import (
 // slotState reads the pipeline slot's confirmed_flush_lsn and the server's current WAL position.
 func slotState(ctx context.Context, t *testing.T, dsn, slot string) (confirmed, current uint64) {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	err = conn.QueryRow(ctx, `SELECT pg_wal_lsn_diff(confirmed_flush_lsn, '0/0')::bigint, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
-		FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&confirmed, &current)
+	err := sourceDBs.QueryRow(ctx, dsn, `SELECT pg_wal_lsn_diff(confirmed_flush_lsn, '0/0')::bigint, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint
+		FROM pg_replication_slots WHERE slot_name = $1`, []any{slot}, &confirmed, &current)
 	if err != nil {
 		t.Fatalf("reading slot %s: %v", slot, err)
 	}

@@ -8,17 +8,25 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ScanPostgres reads columns of a source table as text (NULL as "NULL"), keyed by key.
-// Intervals print under IntervalStyle iso_8601, the ISO 8601 text the sinks hold.
+// ScanPostgres reads columns of a source table as text (NULL as "NULL"), keyed by key, over a
+// connection of its own. Intervals print under IntervalStyle iso_8601, the ISO 8601 text the
+// sinks hold. A test that reads the same database again and again uses Pools.Scan.
 func ScanPostgres(ctx context.Context, dsn, table, key string, columns []string) (Table, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return Table{}, fmt.Errorf("connecting to the source: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	return scanPostgres(ctx, conn, table, key, columns)
+}
+
+// scanPostgres is ScanPostgres on an open connection, which it leaves with the IntervalStyle it
+// found.
+func scanPostgres(ctx context.Context, conn *pgx.Conn, table, key string, columns []string) (Table, error) {
 	if _, err := conn.Exec(ctx, "SET intervalstyle = iso_8601"); err != nil {
 		return Table{}, fmt.Errorf("setting IntervalStyle iso_8601 to read %s: %w", table, err)
 	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "RESET intervalstyle") }()
 	exprs, err := canonicalExprs(ctx, conn, table, columns)
 	if err != nil {
 		return Table{}, err

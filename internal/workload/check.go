@@ -153,7 +153,7 @@ type Sink interface {
 // Check reads t from the source and the sink and compares them (see Compare). The report
 // carries the generator's seed.
 func (g *Generator) Check(ctx context.Context, sink Sink, t *Table, max int) (Report, error) {
-	src, err := ReadSource(ctx, g.dsn, t)
+	src, err := g.readSource(ctx, t)
 	if err != nil {
 		return Report{}, g.errorf("%w", err)
 	}

@@ -34,6 +34,10 @@ type Generator struct {
 	dsn    string
 	tables []*Table
 	conn   *pgx.Conn
+	// reader is Check's connection, kept between checks (a test checks every table every few
+	// seconds); readMu serializes checks on it. Closed by Close, dropped after an error.
+	readMu sync.Mutex
+	reader *pgx.Conn
 
 	mu       sync.Mutex     // guards live, universe, stats, parts
 	parts    map[string]int // partitions each partitioned table has
@@ -101,14 +105,39 @@ func (g *Generator) Stats() Stats {
 	return g.stats
 }
 
-// Close closes the generator's connection.
+// Close closes the generator's connections.
 func (g *Generator) Close(ctx context.Context) error {
+	g.readMu.Lock()
+	if g.reader != nil {
+		_ = g.reader.Close(ctx)
+		g.reader = nil
+	}
+	g.readMu.Unlock()
 	if g.conn == nil {
 		return nil
 	}
 	err := g.conn.Close(ctx)
 	g.conn = nil
 	return err
+}
+
+// readSource reads t from the source over Check's connection, connecting when it has none.
+func (g *Generator) readSource(ctx context.Context, t *Table) ([]Row, error) {
+	g.readMu.Lock()
+	defer g.readMu.Unlock()
+	if g.reader == nil {
+		conn, err := pgx.Connect(ctx, g.dsn)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the source: %w", err)
+		}
+		g.reader = conn
+	}
+	rows, err := readSource(ctx, g.reader, t)
+	if err != nil {
+		_ = g.reader.Close(context.WithoutCancel(ctx)) // perhaps broken: the next check connects
+		g.reader = nil
+	}
+	return rows, err
 }
 
 func (g *Generator) errorf(format string, args ...any) error {

@@ -42,6 +42,11 @@ func ReadSource(ctx context.Context, dsn string, t *Table) ([]Row, error) {
 		return nil, fmt.Errorf("connecting to the source: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	return readSource(ctx, conn, t)
+}
+
+// readSource is ReadSource on an open connection, whose IntervalStyle it sets to iso_8601.
+func readSource(ctx context.Context, conn *pgx.Conn, t *Table) ([]Row, error) {
 	if _, err := conn.Exec(ctx, "SET intervalstyle = iso_8601"); err != nil {
 		return nil, fmt.Errorf("setting IntervalStyle iso_8601 to read %s: %w", t.Qualified(), err)
 	}
