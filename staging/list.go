@@ -46,7 +46,7 @@ func comparePos(a, b batch.Position) int {
 // List returns every staged batch of one table of a pipeline, ordered by Compare, with rows and
 // phase read from each object's metadata.
 func (s *Store) List(ctx context.Context, pipeline string, table batch.TableName) ([]BatchRef, error) {
-	refs, err := s.list(ctx, tablePrefix(pipeline, table), true)
+	refs, err := s.list(ctx, tablePrefix(pipeline, table), true, true)
 	if err != nil {
 		return nil, fmt.Errorf("listing staged batches of %s in pipeline %s: %w", table, pipeline, err)
 	}
@@ -94,19 +94,21 @@ func FilterAfter(refs []BatchRef, after batch.SourcePosition, hasAfter bool) ([]
 // Compare. It reads names only (Rows is 0 and Phase is stream in the result), which is all the
 // reader needs to compute the minimum safe position.
 func (s *Store) ListPipeline(ctx context.Context, pipeline string) ([]BatchRef, error) {
-	refs, err := s.list(ctx, pipelinePrefix(pipeline), false)
+	refs, err := s.list(ctx, pipelinePrefix(pipeline), false, true)
 	if err != nil {
 		return nil, fmt.Errorf("listing staged batches of pipeline %s: %w", pipeline, err)
 	}
 	return refs, nil
 }
 
-// list lists the batch files under prefix, ordered by table then Compare.
-func (s *Store) list(ctx context.Context, prefix string, withAttrs bool) ([]BatchRef, error) {
+// list lists the batch files under prefix, ordered by table then Compare. withAttrs reads each
+// one's metadata; withSizes sets Bytes, which costs a local store a stat per file (a bucket's
+// listing has them): without it Bytes is 0.
+func (s *Store) list(ctx context.Context, prefix string, withAttrs, withSizes bool) ([]BatchRef, error) {
 	var refs []BatchRef
 	var err error
 	if s.dir != "" {
-		refs, err = s.listDir(ctx, prefix, withAttrs)
+		refs, err = s.listDir(ctx, prefix, withAttrs, withSizes)
 	} else {
 		refs, err = s.listOnce(ctx, prefix, withAttrs)
 	}
@@ -127,7 +129,7 @@ func (s *Store) list(ctx context.Context, prefix string, withAttrs bool) ([]Batc
 // would (the bucket's own listing fails on it instead, and the reader's listings run while tables
 // acknowledge batches). Names are the object keys, as the bucket stores them, unless one holds
 // the bucket's escape marker "__0x": such a tree is listed through the bucket.
-func (s *Store) listDir(ctx context.Context, prefix string, withAttrs bool) ([]BatchRef, error) {
+func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes bool) ([]BatchRef, error) {
 	root := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
 	var refs []BatchRef
 	escaped := false
@@ -153,14 +155,18 @@ func (s *Store) listDir(ctx context.Context, prefix string, withAttrs bool) ([]B
 			escaped = true
 			return filepath.SkipAll
 		}
-		info, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // acknowledged meanwhile
+		obj := &blob.ListObject{Key: key}
+		if withSizes {
+			info, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // acknowledged meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			obj.Size = info.Size()
 		}
-		if err != nil {
-			return err
-		}
-		ref, err := s.refFromListing(ctx, &blob.ListObject{Key: key, Size: info.Size()}, withAttrs)
+		ref, err := s.refFromListing(ctx, obj, withAttrs)
 		if errors.Is(err, ErrNotFound) {
 			return nil // acknowledged between the stat and the metadata read
 		}
@@ -207,7 +213,7 @@ func (s *Store) listOnce(ctx context.Context, prefix string, withAttrs bool) ([]
 // Window is a bounded slice of the staged batches a table still needs, as ListWindow returns it.
 type Window struct {
 	// Refs are the first staged batches after the committed position, in Compare order, with
-	// rows, phase and first commit time read from their metadata.
+	// rows, phase and first commit time read from their metadata, and their size.
 	Refs []BatchRef
 	// Staged is how many staged batches the table still needs in all, Refs included: more are
 	// staged beyond Refs when it exceeds len(Refs).
@@ -219,10 +225,11 @@ type Window struct {
 // ListWindow returns the first staged batches of a table that a sink holding position after
 // still needs (as ListAfter, with the same source rule), at most limit of them and, when
 // maxBytes > 0, no more than fit in maxBytes of JSON; at least one when any is staged. It reads
-// names only for the whole table and metadata only for the refs it returns, so a table with tens
-// of thousands of staged batches costs one listing and limit metadata reads per window.
+// names only for the whole table (not even a local file's size: a stat per file was most of a
+// listing's cost) and metadata and size only for the refs it returns, so a table with tens of
+// thousands of staged batches costs one listing and limit metadata reads per window.
 func (s *Store) ListWindow(ctx context.Context, pipeline string, table batch.TableName, after batch.SourcePosition, hasAfter bool, limit, maxBytes int) (Window, error) {
-	names, err := s.list(ctx, tablePrefix(pipeline, table), false)
+	names, err := s.list(ctx, tablePrefix(pipeline, table), false, false)
 	if err != nil {
 		return Window{}, fmt.Errorf("listing staged batches of %s in pipeline %s: %w", table, pipeline, err)
 	}
@@ -252,6 +259,7 @@ func (s *Store) ListWindow(ctx context.Context, pipeline string, table batch.Tab
 		if r, err = withMetadata(r, attrs.Metadata); err != nil {
 			return Window{}, err
 		}
+		r.Bytes = attrs.Size
 		if n, err := json.Marshal(r); err == nil {
 			size += len(n) + 1
 		}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
 
+// TestListWindow checks the windows of staged batches a table gets, on every kind of store: their
+// bounds (count, bytes, position) and that each ref carries its rows, phase, first commit and size.
 func TestListWindow(t *testing.T) {
 	t.Parallel()
 	for name, st := range stores(t) {
@@ -19,7 +22,7 @@ func TestListWindow(t *testing.T) {
 			for i := range 10 {
 				r := ref("orders", uint64(i*100+1), uint64(i*100+100))
 				r.FirstCommit = first.Add(time.Duration(i) * time.Second)
-				got, err := st.Put(ctx, r, bytes.NewBufferString("x"))
+				got, err := st.Put(ctx, r, bytes.NewBufferString(strings.Repeat("x", i+1))) // sizes differ
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -57,7 +60,7 @@ func TestListWindow(t *testing.T) {
 					}
 					for i, r := range w.Refs {
 						want := all[tc.wantFirst+i]
-						if r.URI != want.URI || r.Rows != want.Rows || r.Phase != want.Phase || !r.FirstCommit.Equal(want.FirstCommit) {
+						if r.URI != want.URI || r.Rows != want.Rows || r.Phase != want.Phase || !r.FirstCommit.Equal(want.FirstCommit) || r.Bytes != want.Bytes {
 							t.Errorf("ref %d = %+v, want %+v", i, r, want)
 						}
 					}
