@@ -71,15 +71,16 @@ type SlotState struct {
 // Lost reports whether the slot cannot be read any more: invalidated (wal_status lost).
 func (s SlotState) Lost() bool { return s.Exists && s.WALStatus == WALLost }
 
-// ReadSlotState reads the state of the replication slot named slot on the source dsn. A slot
-// that does not exist is reported with Exists false, not as an error.
-func ReadSlotState(ctx context.Context, dsn, slot string) (SlotState, error) {
-	conn, err := connect(ctx, dsn)
+// ReadSlotState reads the state of the replication slot named slot on the source dsn, over a
+// connection borrowed from pool (nil: one of its own; a worker reads it every few seconds). A
+// slot that does not exist is reported with Exists false, not as an error.
+func ReadSlotState(ctx context.Context, pool *Pool, dsn, slot string) (SlotState, error) {
+	conn, err := pool.Acquire(ctx, dsn)
 	if err != nil {
 		return SlotState{}, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return readSlotState(ctx, conn, slot)
+	defer conn.Release(ctx)
+	return readSlotState(ctx, conn.Conn, slot)
 }
 
 func readSlotState(ctx context.Context, conn *pgx.Conn, slot string) (SlotState, error) {

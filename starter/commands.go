@@ -44,7 +44,7 @@ func checkCmd(a *app) *cobra.Command {
 			problems = append(problems, capacity.BackfillProblems(cfg.Source.MaxParallelBackfills)...)
 			problems = append(problems, checkSearchAttributes(cmd.Context(), a, cmd.OutOrStdout())...)
 			problems = append(problems, checkPlugin(cmd.Context(), cfg, cmd.OutOrStdout())...)
-			slot, err := source.ReadSlotState(cmd.Context(), sc.DSN, sc.Slot)
+			slot, err := source.ReadSlotState(cmd.Context(), nil, sc.DSN, sc.Slot)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)
 			}

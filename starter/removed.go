@@ -233,7 +233,9 @@ func removeTable(ctx context.Context, a *app, table batch.TableName, yes bool, w
 // it is no longer published) and waits until the slot is confirmed past the server's WAL
 // position of now, which is past every change of the table, for at most wait.
 func releaseHold(ctx context.Context, a *app, sc source.Config, wait time.Duration, out io.Writer) error {
-	before, err := source.ReadSlotState(ctx, sc.DSN, sc.Slot)
+	conns := &source.Pool{} // one connection for the reads of the wait, not one a second
+	defer conns.Close()
+	before, err := source.ReadSlotState(ctx, conns, sc.DSN, sc.Slot)
 	if err != nil {
 		return err
 	}
@@ -248,7 +250,7 @@ func releaseHold(ctx context.Context, a *app, sc source.Config, wait time.Durati
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		s, err := source.ReadSlotState(ctx, sc.DSN, sc.Slot)
+		s, err := source.ReadSlotState(ctx, conns, sc.DSN, sc.Slot)
 		if err != nil {
 			return err
 		}

@@ -118,7 +118,7 @@ func slotStatus(ctx context.Context, a *app) (*source.SlotState, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	s, err := source.ReadSlotState(ctx, sc.DSN, sc.Slot)
+	s, err := source.ReadSlotState(ctx, nil, sc.DSN, sc.Slot)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func teardownCmd(a *app) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			before, err := source.ReadSlotState(ctx, sc.DSN, sc.Slot)
+			before, err := source.ReadSlotState(ctx, nil, sc.DSN, sc.Slot)
 			if err != nil {
 				return err
 			}

@@ -205,7 +205,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("starting the worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
 	}
 	health.setStarted()
-	go observe(ctx, cfg, tables, m, log.With("module", "observe"))
+	go observe(ctx, cfg, conns, tables, m, log.With("module", "observe"))
 	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "temporal", cfg.Temporal.Address)
 	<-ctx.Done()
 	log.Info("stopping: finishing running tasks", "grace", o.shutdown)

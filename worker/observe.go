@@ -16,14 +16,14 @@ import (
 const observeEvery = 15 * time.Second
 
 // observe records, every observeEvery until ctx ends, what no activity sees: the replication
-// slot's state on the source (pg_replication_slots) and the tables that failed (from Temporal's
-// visibility). A failed read is logged once per kind of failure and retried at the next tick.
-func observe(ctx context.Context, cfg *config.Config, tables workflows.Tables, m *metrics.Metrics, log *slog.Logger) {
+// slot's state on the source (pg_replication_slots, over a connection of conns) and the tables
+// that failed (from Temporal's visibility). A failed read is logged once per kind of failure and retried at the next tick.
+func observe(ctx context.Context, cfg *config.Config, conns *source.Pool, tables workflows.Tables, m *metrics.Metrics, log *slog.Logger) {
 	var lastSlotErr, lastFailedErr string
 	once := func() {
 		rctx, cancel := context.WithTimeout(ctx, observeEvery)
 		defer cancel()
-		if st, err := source.ReadSlotState(rctx, cfg.Source.DSN, cfg.Source.Slot); err != nil {
+		if st, err := source.ReadSlotState(rctx, conns, cfg.Source.DSN, cfg.Source.Slot); err != nil {
 			if err.Error() != lastSlotErr && ctx.Err() == nil {
 				log.Warn("reading the replication slot's state for the metrics", "slot", cfg.Source.Slot, "err", err)
 			}
