@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicecdc/sluice/internal/pgpools"
 )
 
 // Pool limits, per source database. The activities that borrow a connection run one catalog
@@ -20,17 +22,17 @@ const (
 )
 
 // Pool lends regular connections to the source databases a worker reads, by DSN, for short
-// reads such as a table's columns before its backfill. Each new connection costs the server a
-// process and a cold catalog cache (tens of milliseconds of its CPU on a busy server), and a
-// pipeline of hundreds of tables would open one per table per backfill. Connections carry the
-// session settings of every other source connection (sessionParams). Replication connections and
-// the snapshot's reading transactions are never pooled: they hold server state for their life.
+// reads such as a table's columns before its backfill and the slot's state for the metrics. Each
+// new connection costs the server a process and a cold catalog cache (tens of milliseconds of its
+// CPU on a busy server), and a pipeline of hundreds of tables would open one per table per
+// backfill. Connections carry the session settings of every other source connection
+// (sessionParams). Replication connections and the snapshot's reading transactions are never
+// pooled: they hold server state for their life.
 //
 // The zero Pool is ready; Close closes every connection and refuses further borrowing.
 type Pool struct {
-	mu     sync.Mutex
-	pools  map[string]*pgxpool.Pool
-	closed bool
+	once sync.Once
+	set  pgpools.Set
 }
 
 // errPoolClosed is Acquire's error after Close.
@@ -47,9 +49,13 @@ func (p *Pool) Acquire(ctx context.Context, dsn string) (*Conn, error) {
 		}
 		return &Conn{Conn: conn}, nil
 	}
-	pool, err := p.pool(dsn)
+	p.once.Do(func() { p.set.Configure = configurePool })
+	pool, err := p.set.Get(dsn)
+	if errors.Is(err, pgpools.ErrClosed) {
+		return nil, errPoolClosed
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("source connection pool: %w", err)
 	}
 	c, err := pool.Acquire(ctx)
 	if err != nil {
@@ -58,20 +64,8 @@ func (p *Pool) Acquire(ctx context.Context, dsn string) (*Conn, error) {
 	return &Conn{Conn: c.Conn(), pooled: c}, nil
 }
 
-// pool returns the pool of dsn, creating it (without connecting) on first use.
-func (p *Pool) pool(dsn string) (*pgxpool.Pool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errPoolClosed
-	}
-	if pool, ok := p.pools[dsn]; ok {
-		return pool, nil
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("parsing source DSN: %w", errRedacted)
-	}
+// configurePool sets a source pool's limits and session settings.
+func configurePool(cfg *pgxpool.Config) {
 	for k, v := range sessionParams {
 		cfg.ConnConfig.RuntimeParams[k] = v
 	}
@@ -79,29 +73,14 @@ func (p *Pool) pool(dsn string) (*pgxpool.Pool, error) {
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = poolIdle
 	cfg.HealthCheckPeriod = poolIdle / 2
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the source connection pool: %w", errRedacted)
-	}
-	if p.pools == nil {
-		p.pools = map[string]*pgxpool.Pool{}
-	}
-	p.pools[dsn] = pool
-	return pool, nil
 }
 
-// Close closes every pooled connection; connections borrowed still close at their Release.
+// Close closes every pooled connection; it waits for the connections borrowed to be released.
 func (p *Pool) Close() {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	pools := p.pools
-	p.pools, p.closed = nil, true
-	p.mu.Unlock()
-	for _, pool := range pools {
-		pool.Close()
-	}
+	p.set.Close()
 }
 
 // Conn is a borrowed source connection.

@@ -3,11 +3,10 @@ package localrun
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicecdc/sluice/internal/pgpools"
 )
 
 // Pools lends connections to the databases a test binary's tests read and write, by DSN. The
@@ -20,35 +19,7 @@ import (
 //
 // The zero Pools is ready; Close closes every connection.
 type Pools struct {
-	mu     sync.Mutex
-	pools  map[string]*pgxpool.Pool
-	closed bool
-}
-
-// pool returns the pool of dsn, creating it (without connecting) on first use.
-func (p *Pools) pool(dsn string) (*pgxpool.Pool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, fmt.Errorf("the test's connection pools are closed")
-	}
-	if pool, ok := p.pools[dsn]; ok {
-		return pool, nil
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the DSN: %w", err)
-	}
-	cfg.MaxConnIdleTime = 30 * time.Second // a finished test's database is dropped
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		return nil, err
-	}
-	if p.pools == nil {
-		p.pools = map[string]*pgxpool.Pool{}
-	}
-	p.pools[dsn] = pool
-	return pool, nil
+	set pgpools.Set
 }
 
 // Exec runs statements in order on one connection to dsn, stopping at the first that fails.
@@ -83,7 +54,7 @@ func (p *Pools) Scan(ctx context.Context, dsn, table, key string, columns []stri
 
 // With calls f with a connection to dsn borrowed for the call.
 func (p *Pools) With(ctx context.Context, dsn string, f func(*pgx.Conn) error) error {
-	pool, err := p.pool(dsn)
+	pool, err := p.set.Get(dsn)
 	if err != nil {
 		return err
 	}
@@ -96,12 +67,4 @@ func (p *Pools) With(ctx context.Context, dsn string, f func(*pgx.Conn) error) e
 }
 
 // Close closes every pool.
-func (p *Pools) Close() {
-	p.mu.Lock()
-	pools := p.pools
-	p.pools, p.closed = nil, true
-	p.mu.Unlock()
-	for _, pool := range pools {
-		pool.Close()
-	}
-}
+func (p *Pools) Close() { p.set.Close() }
