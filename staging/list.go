@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,7 +70,7 @@ func (s *Store) ListAfter(ctx context.Context, pipeline string, table batch.Tabl
 // hasAfter is false). Refs of another source than after, or refs of several sources when
 // nothing is committed, are an error wrapping batch.ErrDifferentSource.
 func FilterAfter(refs []BatchRef, after batch.SourcePosition, hasAfter bool) ([]BatchRef, error) {
-	out := refs[:0:0]
+	out := make([]BatchRef, 0, len(refs))
 	for _, r := range refs {
 		if !hasAfter {
 			if len(refs) > 0 && r.Hi.Source != refs[0].Hi.Source {
@@ -124,58 +125,89 @@ func (s *Store) list(ctx context.Context, prefix string, withAttrs, withSizes bo
 	return refs, nil
 }
 
-// listDir lists a local store by walking its directory. A file acknowledged while the walk runs
-// vanishes between the directory read and its stat; it is left out, as a listing a moment later
-// would (the bucket's own listing fails on it instead, and the reader's listings run while tables
-// acknowledge batches). Names are the object keys, as the bucket stores them, unless one holds
-// the bucket's escape marker "__0x": such a tree is listed through the bucket.
+// listDir lists a local store by reading its directories: pipeline/schema.table/source/ hold
+// the batch files, and each directory's part of their names is parsed once. A file acknowledged
+// while the listing runs vanishes between the directory read and its stat; it is left out, as a
+// listing a moment later would (the bucket's own listing fails on it instead, and the reader's
+// listings run while tables acknowledge batches). Names are the object keys, as the bucket
+// stores them, unless one holds the bucket's escape marker "__0x": such a tree is listed through
+// the bucket. (A listing of 20,000 files through filepath.WalkDir spent most of its time joining,
+// relativizing and splitting the same paths again.)
 func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes bool) ([]BatchRef, error) {
 	root := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
 	var refs []BatchRef
 	escaped := false
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // vanished (or nothing staged under prefix yet)
-			}
-			return err
-		}
+	// read lists dir, whose object keys start with key (ending in '/', depth '/'s deep).
+	var read func(dir, key string, depth int) error
+	read = func(dir, key string, depth int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), fileSuffix) {
-			return nil
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // vanished (or nothing staged under prefix yet)
 		}
-		rel, err := filepath.Rel(s.dir, path)
 		if err != nil {
 			return err
 		}
-		key := filepath.ToSlash(rel)
-		if strings.Contains(key, "__0x") {
-			escaped = true
-			return filepath.SkipAll
+		var tmpl BatchRef
+		if depth == 3 && len(entries) > 0 {
+			if strings.Contains(key, "__0x") {
+				escaped = true
+				return nil
+			}
+			if tmpl, err = parseDirName(strings.TrimSuffix(key, "/")); err != nil {
+				return err
+			}
+			refs = slices.Grow(refs, len(entries))
 		}
-		obj := &blob.ListObject{Key: key}
-		if withSizes {
-			info, err := d.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // acknowledged meanwhile
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() {
+				if depth < 3 {
+					if err := read(filepath.Join(dir, name), key+name+"/", depth+1); err != nil || escaped {
+						return err
+					}
+				}
+				continue
+			}
+			if !strings.HasSuffix(name, fileSuffix) {
+				continue // a stranded temporary file of an interrupted write is not a batch
+			}
+			if depth != 3 {
+				return fmt.Errorf("staged object %q: want pipeline/schema.table/source/lo-hi%s", key+name, fileSuffix)
+			}
+			if strings.Contains(name, "__0x") {
+				escaped = true
+				return nil
+			}
+			ref, err := withFileName(tmpl, key+name, name)
+			if err != nil {
+				return err
+			}
+			var size int64
+			if withSizes {
+				info, err := e.Info()
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // acknowledged meanwhile
+				}
+				if err != nil {
+					return err
+				}
+				size = info.Size()
+			}
+			ref, err = s.listedRef(ctx, ref, key+name, size, withAttrs)
+			if errors.Is(err, ErrNotFound) {
+				continue // acknowledged between the stat and the metadata read
 			}
 			if err != nil {
 				return err
 			}
-			obj.Size = info.Size()
+			refs = append(refs, ref)
 		}
-		ref, err := s.refFromListing(ctx, obj, withAttrs)
-		if errors.Is(err, ErrNotFound) {
-			return nil // acknowledged between the stat and the metadata read
-		}
-		if err != nil {
-			return err
-		}
-		refs = append(refs, ref)
 		return nil
-	})
+	}
+	err := read(root, prefix, strings.Count(prefix, "/"))
 	if escaped {
 		return s.listOnce(ctx, prefix, withAttrs)
 	}

@@ -95,34 +95,67 @@ func parsePositionHex(s string) (batch.Position, error) {
 // parseObjectName recovers pipeline, table, source, lo and hi from an object name (without the
 // store's prefix). Rows, Bytes, URI and Phase are left for the caller.
 func parseObjectName(name string) (BatchRef, error) {
-	parts := strings.Split(name, "/")
-	if len(parts) != 4 || !strings.HasSuffix(parts[3], fileSuffix) {
+	dir, file, ok := cutLast(name, "/")
+	if !ok || strings.Count(dir, "/") != 2 {
 		return BatchRef{}, fmt.Errorf("staged object %q: want pipeline/schema.table/source/lo-hi%s", name, fileSuffix)
+	}
+	ref, err := parseDirName(dir)
+	if err != nil {
+		return BatchRef{}, fmt.Errorf("staged object %q: %w", name, err)
+	}
+	return withFileName(ref, name, file)
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
+
+// parseDirName recovers pipeline, table and source from the directory part of an object name,
+// pipeline/schema.table/source (no trailing '/'): what every batch file in it shares.
+func parseDirName(dir string) (BatchRef, error) {
+	parts := strings.Split(dir, "/")
+	if len(parts) != 3 {
+		return BatchRef{}, fmt.Errorf("directory %q: want pipeline/schema.table/source", dir)
 	}
 	var ref BatchRef
 	var err error
 	if ref.Pipeline, err = unescapeName(parts[0]); err != nil {
-		return BatchRef{}, fmt.Errorf("staged object %q: %w", name, err)
+		return BatchRef{}, err
 	}
 	schema, table, ok := strings.Cut(parts[1], ".")
 	if !ok {
-		return BatchRef{}, fmt.Errorf("staged object %q: table part %q has no schema", name, parts[1])
+		return BatchRef{}, fmt.Errorf("table part %q has no schema", parts[1])
 	}
 	if ref.Table.Schema, err = unescapeName(schema); err != nil {
-		return BatchRef{}, fmt.Errorf("staged object %q: %w", name, err)
+		return BatchRef{}, err
 	}
 	if ref.Table.Name, err = unescapeName(table); err != nil {
-		return BatchRef{}, fmt.Errorf("staged object %q: %w", name, err)
+		return BatchRef{}, err
 	}
 	src, err := parseSourceSegment(parts[2])
 	if err != nil {
-		return BatchRef{}, fmt.Errorf("staged object %q: %w", name, err)
+		return BatchRef{}, err
 	}
-	lo, hi, ok := strings.Cut(strings.TrimSuffix(parts[3], fileSuffix), "-")
+	ref.Lo.Source, ref.Hi.Source = src, src
+	return ref, nil
+}
+
+// withFileName sets lo and hi of dir's ref (parseDirName) from the file name lo-hi.batch of the
+// object name.
+func withFileName(ref BatchRef, name, file string) (BatchRef, error) {
+	if !strings.HasSuffix(file, fileSuffix) {
+		return BatchRef{}, fmt.Errorf("staged object %q: want pipeline/schema.table/source/lo-hi%s", name, fileSuffix)
+	}
+	lo, hi, ok := strings.Cut(strings.TrimSuffix(file, fileSuffix), "-")
 	if !ok {
 		return BatchRef{}, fmt.Errorf("staged object %q: file name wants lo-hi", name)
 	}
-	ref.Lo.Source, ref.Hi.Source = src, src
+	var err error
 	if ref.Lo.Position, err = parsePositionHex(lo); err != nil {
 		return BatchRef{}, fmt.Errorf("staged object %q: lo: %w", name, err)
 	}

@@ -256,13 +256,19 @@ func (s *Store) refFromListing(ctx context.Context, obj *blob.ListObject, withAt
 	if err != nil {
 		return BatchRef{}, err
 	}
-	ref.URI = s.base + obj.Key
-	ref.Bytes = obj.Size
+	return s.listedRef(ctx, ref, obj.Key, obj.Size, withAttrs)
+}
+
+// listedRef completes the ref parsed from a listed object's key: its URI, size and phase, and with
+// withAttrs its metadata (rows and phase), which costs one request per object.
+func (s *Store) listedRef(ctx context.Context, ref BatchRef, key string, size int64, withAttrs bool) (BatchRef, error) {
+	ref.URI = s.base + key
+	ref.Bytes = size
 	ref.Phase = batch.PhaseStream
 	if !withAttrs {
 		return ref, nil
 	}
-	attrs, err := s.bucket.Attributes(ctx, obj.Key)
+	attrs, err := s.bucket.Attributes(ctx, key)
 	if err != nil {
 		return BatchRef{}, fmt.Errorf("reading attributes of staged batch %s: %w", ref, s.classify(err))
 	}

@@ -6,6 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -264,4 +269,69 @@ func TestListPipelineWhileBatchesAreAcknowledged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestListDirMatchesTheBucket checks the local store's directory listing (listDir) against the
+// bucket's own listing of the same tree (listOnce), for every prefix a listing uses: tables of
+// names that need escaping, two sources, a stranded temporary file and a file that is not a
+// batch, with sizes and metadata and without.
+func TestListDirMatchesTheBucket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := t.TempDir()
+	st, err := OpenDir(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	other := batch.SourceID{SystemID: "7312345678901234567", Timeline: 2, Slot: "sluice_p1"}
+	var refs []BatchRef
+	for i, table := range []string{"orders", "Weird Table", "ü.x"} {
+		for j := range 3 {
+			r := ref(table, uint64(100*i+10*j+1), uint64(100*i+10*j+9))
+			if j == 2 {
+				r.Lo.Source, r.Hi.Source = other, other
+			}
+			if _, err := st.Put(ctx, r, bytes.NewBufferString(fmt.Sprintf("%0*d", 10*i+j+1, 0))); err != nil {
+				t.Fatal(err)
+			}
+			refs = append(refs, r)
+		}
+	}
+	srcDir := filepath.Dir(filepath.Join(root, filepath.FromSlash(objectName(refs[0]))))
+	for _, stray := range []string{"0000000000000001-0000000000000002.batch.tmp123", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(srcDir, stray), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefixes := []string{pipelinePrefix("p1")}
+	for _, r := range refs {
+		prefixes = append(prefixes, tablePrefix(r.Pipeline, r.Table))
+	}
+	for _, prefix := range prefixes {
+		for _, attrs := range []bool{false, true} {
+			want, err := st.listOnce(ctx, prefix, attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.listDir(ctx, prefix, attrs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sortRefs(want)
+			sortRefs(got)
+			if fmt.Sprint(got) != fmt.Sprint(want) || !reflect.DeepEqual(got, want) {
+				t.Errorf("prefix %s, metadata %v: the directory listing has %d refs %+v, the bucket's %d %+v", prefix, attrs, len(got), got, len(want), want)
+			}
+			noSizes, err := st.listDir(ctx, prefix, attrs, false)
+			if err != nil || len(noSizes) != len(want) {
+				t.Errorf("prefix %s without sizes: %d refs (%v), want %d", prefix, len(noSizes), err, len(want))
+			}
+		}
+	}
+}
+
+// sortRefs sorts refs by URI.
+func sortRefs(refs []BatchRef) {
+	slices.SortFunc(refs, func(a, b BatchRef) int { return strings.Compare(a.URI, b.URI) })
 }
