@@ -22,8 +22,10 @@ import (
 // different sources have no position order and CommitBatch rejects them), then lo, then hi, then
 // URI. It is a pure function, safe to use in workflow code.
 func Compare(a, b BatchRef) int {
-	if c := cmp.Compare(a.Lo.Source.String(), b.Lo.Source.String()); c != 0 {
-		return c
+	if a.Lo.Source != b.Lo.Source { // equal sources print equal: only unequal ones are printed
+		if c := cmp.Compare(a.Lo.Source.String(), b.Lo.Source.String()); c != 0 {
+			return c
+		}
 	}
 	if c := comparePos(a.Lo.Position, b.Lo.Position); c != 0 {
 		return c
@@ -117,8 +119,10 @@ func (s *Store) list(ctx context.Context, prefix string, withAttrs, withSizes bo
 		return nil, err
 	}
 	slices.SortStableFunc(refs, func(a, b BatchRef) int {
-		if c := cmp.Compare(a.Table.String(), b.Table.String()); c != 0 {
-			return c
+		if a.Table != b.Table {
+			if c := cmp.Compare(a.Table.String(), b.Table.String()); c != 0 {
+				return c
+			}
 		}
 		return Compare(a, b)
 	})
@@ -137,45 +141,55 @@ func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes
 	root := filepath.Join(s.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
 	var refs []BatchRef
 	escaped := false
-	// read lists dir, whose object keys start with key (ending in '/', depth '/'s deep).
+	// read lists dir, whose object keys start with key (ending in '/', depth '/'s deep): the
+	// directories above the batch files, or (depth 3) a source's directory of batch files, read as
+	// bare names (a batch file is never a directory; no sort, no stat unless sizes are asked for).
 	var read func(dir, key string, depth int) error
 	read = func(dir, key string, depth int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		entries, err := os.ReadDir(dir)
+		if depth < 3 {
+			entries, err := os.ReadDir(dir)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // vanished (or nothing staged under prefix yet)
+			}
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if e.IsDir() {
+					if err := read(filepath.Join(dir, e.Name()), key+e.Name()+"/", depth+1); err != nil || escaped {
+						return err
+					}
+				} else if strings.HasSuffix(e.Name(), fileSuffix) {
+					return fmt.Errorf("staged object %q: want pipeline/schema.table/source/lo-hi%s", key+e.Name(), fileSuffix)
+				}
+			}
+			return nil
+		}
+		names, err := readNames(dir)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil // vanished (or nothing staged under prefix yet)
+			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var tmpl BatchRef
-		if depth == 3 && len(entries) > 0 {
-			if strings.Contains(key, "__0x") {
-				escaped = true
-				return nil
-			}
-			if tmpl, err = parseDirName(strings.TrimSuffix(key, "/")); err != nil {
-				return err
-			}
-			refs = slices.Grow(refs, len(entries))
+		if len(names) == 0 {
+			return nil
 		}
-		for _, e := range entries {
-			name := e.Name()
-			if e.IsDir() {
-				if depth < 3 {
-					if err := read(filepath.Join(dir, name), key+name+"/", depth+1); err != nil || escaped {
-						return err
-					}
-				}
-				continue
-			}
+		if strings.Contains(key, "__0x") {
+			escaped = true
+			return nil
+		}
+		tmpl, err := parseDirName(strings.TrimSuffix(key, "/"))
+		if err != nil {
+			return err
+		}
+		refs = slices.Grow(refs, len(names))
+		for _, name := range names {
 			if !strings.HasSuffix(name, fileSuffix) {
 				continue // a stranded temporary file of an interrupted write is not a batch
-			}
-			if depth != 3 {
-				return fmt.Errorf("staged object %q: want pipeline/schema.table/source/lo-hi%s", key+name, fileSuffix)
 			}
 			if strings.Contains(name, "__0x") {
 				escaped = true
@@ -187,7 +201,7 @@ func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes
 			}
 			var size int64
 			if withSizes {
-				info, err := e.Info()
+				info, err := os.Lstat(filepath.Join(dir, name))
 				if errors.Is(err, fs.ErrNotExist) {
 					continue // acknowledged meanwhile
 				}
@@ -215,6 +229,19 @@ func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes
 		return nil, fmt.Errorf("listing staging directory %s: %w", root, err)
 	}
 	return refs, nil
+}
+
+// readNames returns the names in dir, sorted: batch files then come in position order (their
+// names are fixed-width hex), which the listing's sort by Compare then only confirms.
+func readNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
 }
 
 // listOnce lists through the bucket (S3, or a local tree whose names the bucket escaped).
