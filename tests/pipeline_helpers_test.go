@@ -24,7 +24,8 @@ import (
 var bins localrun.Binaries
 
 // sourceDBs lends the tests' own SQL (writes, checks, slot reads) pooled connections to their
-// databases: a connection per poll was most of the shared Postgres' work in make test.
+// databases: a connection per poll and per write round was a large share of the shared
+// Postgres' work in make test.
 var sourceDBs localrun.Pools
 
 func TestMain(m *testing.M) {
