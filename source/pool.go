@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,8 +30,7 @@ const (
 //
 // The zero Pool is ready; Close closes every connection and refuses further borrowing.
 type Pool struct {
-	once sync.Once
-	set  pgpools.Set
+	set pgpools.Set
 }
 
 // errPoolClosed is Acquire's error after Close.
@@ -49,8 +47,7 @@ func (p *Pool) Acquire(ctx context.Context, dsn string) (*Conn, error) {
 		}
 		return &Conn{Conn: conn}, nil
 	}
-	p.once.Do(func() { p.set.Configure = configurePool })
-	pool, err := p.set.Get(dsn)
+	pool, err := p.set.Get(dsn, configurePool)
 	if errors.Is(err, pgpools.ErrClosed) {
 		return nil, errPoolClosed
 	}

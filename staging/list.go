@@ -143,7 +143,7 @@ func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes
 	escaped := false
 	// read lists dir, whose object keys start with key (ending in '/', depth '/'s deep): the
 	// directories above the batch files, or (depth 3) a source's directory of batch files, read as
-	// bare names (a batch file is never a directory; no sort, no stat unless sizes are asked for).
+	// bare names (a batch file is never a directory; no stat unless sizes are asked for).
 	var read func(dir, key string, depth int) error
 	read = func(dir, key string, depth int) error {
 		if err := ctx.Err(); err != nil {
@@ -182,9 +182,9 @@ func (s *Store) listDir(ctx context.Context, prefix string, withAttrs, withSizes
 			escaped = true
 			return nil
 		}
-		tmpl, err := parseDirName(strings.TrimSuffix(key, "/"))
+		tmpl, err := parseDirName(key)
 		if err != nil {
-			return err
+			return fmt.Errorf("staged directory %q: %w", key, err)
 		}
 		refs = slices.Grow(refs, len(names))
 		for _, name := range names {

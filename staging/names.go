@@ -2,6 +2,7 @@ package staging
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -95,8 +96,8 @@ func parsePositionHex(s string) (batch.Position, error) {
 // parseObjectName recovers pipeline, table, source, lo and hi from an object name (without the
 // store's prefix). Rows, Bytes, URI and Phase are left for the caller.
 func parseObjectName(name string) (BatchRef, error) {
-	dir, file, ok := cutLast(name, "/")
-	if !ok || strings.Count(dir, "/") != 2 {
+	dir, file := path.Split(name)
+	if strings.Count(dir, "/") != 3 {
 		return BatchRef{}, fmt.Errorf("staged object %q: want pipeline/schema.table/source/lo-hi%s", name, fileSuffix)
 	}
 	ref, err := parseDirName(dir)
@@ -106,19 +107,10 @@ func parseObjectName(name string) (BatchRef, error) {
 	return withFileName(ref, name, file)
 }
 
-// cutLast is strings.Cut at the last sep.
-func cutLast(s, sep string) (before, after string, found bool) {
-	i := strings.LastIndex(s, sep)
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+len(sep):], true
-}
-
 // parseDirName recovers pipeline, table and source from the directory part of an object name,
-// pipeline/schema.table/source (no trailing '/'): what every batch file in it shares.
+// pipeline/schema.table/source/: what every batch file in it shares.
 func parseDirName(dir string) (BatchRef, error) {
-	parts := strings.Split(dir, "/")
+	parts := strings.Split(strings.TrimSuffix(dir, "/"), "/")
 	if len(parts) != 3 {
 		return BatchRef{}, fmt.Errorf("directory %q: want pipeline/schema.table/source", dir)
 	}

@@ -54,7 +54,7 @@ func (p *Pools) Scan(ctx context.Context, dsn, table, key string, columns []stri
 
 // With calls f with a connection to dsn borrowed for the call.
 func (p *Pools) With(ctx context.Context, dsn string, f func(*pgx.Conn) error) error {
-	pool, err := p.set.Get(dsn)
+	pool, err := p.set.Get(dsn, nil)
 	if err != nil {
 		return err
 	}

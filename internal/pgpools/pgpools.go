@@ -14,19 +14,17 @@ import (
 // ErrClosed is Get's error after Close.
 var ErrClosed = errors.New("the connection pools are closed")
 
-// Set is the pools by DSN. Configure, when set, adjusts each pool's configuration before the pool
-// is created (limits, session settings). The zero Set is ready; Close closes every pool.
+// Set is the pools by DSN. The zero Set is ready; Close closes every pool.
 type Set struct {
-	Configure func(*pgxpool.Config)
-
 	mu     sync.Mutex
 	pools  map[string]*pgxpool.Pool
 	closed bool
 }
 
-// Get returns the pool of dsn, creating it (without connecting) on first use. Errors do not quote
+// Get returns the pool of dsn, creating it (without connecting) on first use; configure, when not
+// nil, adjusts the new pool's configuration first (limits, session settings). Errors do not quote
 // the DSN, which may hold a password.
-func (s *Set) Get(dsn string) (*pgxpool.Pool, error) {
+func (s *Set) Get(dsn string, configure func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -39,8 +37,8 @@ func (s *Set) Get(dsn string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, errors.New("parsing the DSN failed (not shown: it may hold a password)")
 	}
-	if s.Configure != nil {
-		s.Configure(cfg)
+	if configure != nil {
+		configure(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
