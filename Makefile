@@ -13,9 +13,11 @@ GO ?= go
 export SLUICE_CACHE ?= $(HOME)/.cache/sluice
 TEST_TIMEOUT ?= 45m
 # The end-to-end tests mostly wait (backfills, heartbeat timeouts after a killed worker), so
-# four run at once on two cores; each has its own database, task queue and directories. (Three
-# took longer: ./tests 1489 s against 1402 s with four, two make test runs of 2026-12-05.)
-E2E_PARALLEL ?= 4
+# six run at once on two cores, but an at-scale test beside at most three others (the lanes of
+# tests/lanes_test.go); each has its own database, task queue and directories. (Three at once
+# took longer than four: ./tests 1489 s against 1402 s; four left the cores idle a third of the
+# time in the last ten minutes: make test runs of 2026-12-05.)
+E2E_PARALLEL ?= 6
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 # The fault points (internal/faults) exist only in a build with this tag; nothing shipped has
 # it. The end-to-end tests build their workers with it themselves (localrun.FaultsTag); the two

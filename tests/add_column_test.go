@@ -6,7 +6,7 @@ import "testing"
 // the new column evolve the Iceberg table (CommitBatch's EnsureTable), and the table ends equal to
 // the source over the old and the new column, rows written before the column included (NULL).
 func TestAddColumnEvolvesTheTarget(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 2000))
 	p.worker("worker")
 	p.sluice("start")
@@ -25,7 +25,7 @@ func TestAddColumnEvolvesTheTarget(t *testing.T) {
 // never carries their value: the reader notices the default and resyncs the table from a new
 // snapshot, and the sink ends equal to the source over the new columns for old rows too.
 func TestAddColumnWithDefaultResyncs(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 2000))
 	p.worker("worker")
 	p.sluice("start")

@@ -39,7 +39,7 @@ const (
 // no table run fails, and every run's history, read from Temporal, stays within the budget of
 // workflows/budget.go. It logs how long each phase took.
 func TestManyTablesOnTenReplicationSlots(t *testing.T) {
-	t.Parallel()
+	defer parallelHeavy(t)()
 	pg := testenv.PrivatePostgres(t, fmt.Sprintf("max_replication_slots=%d", manySlots), fmt.Sprintf("max_wal_senders=%d", manySlots))
 	specs := make([]string, manyTables)
 	for i := range specs {

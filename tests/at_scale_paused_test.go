@@ -24,7 +24,7 @@ import (
 // commits) and equals its source key by key; no run of its workflow was terminated or failed,
 // and every run's history, read from Temporal, stays under workflows.MaxRunEvents.
 func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
-	t.Parallel()
+	defer parallelHeavy(t)()
 	const rows, wantBatches = 100_000, 20_000
 	ctx := context.Background()
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.a:raw.a", "public.b:raw.b"}, SetupSQL: []string{

@@ -23,7 +23,7 @@ import (
 // hold: each fails, not retried, naming what it refused, and nothing is copied (no table
 // workflow, no slot, no target). The configured pipeline then runs as usual.
 func TestWorkerConfigIsTheOnlyAuthority(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 300),
 		`CREATE TABLE public.secrets (id int PRIMARY KEY, card text)`, `INSERT INTO public.secrets VALUES (1, '4111-1111')`)
 	p.worker("worker")

@@ -17,7 +17,7 @@ import (
 // still waits for max_wait: a row written after the catch-up is not in the sink a minute later.
 // And a clean stop confirms to the slot what the tables committed, so nothing is read twice.
 func TestRestartBacklogIsCommittedOnceRead(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"},
 		SetupSQL: []string{itemsDDL, itemsSeed(1, 200)}})
 	w := p.worker("worker-1")

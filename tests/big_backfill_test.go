@@ -19,7 +19,7 @@ import (
 // all its runs: no restart from zero), every run's history, read from Temporal, stays within the
 // budget of 10,000 events, and the sink ends equal to the source key by key.
 func TestBigBackfillStaysWithinTheHistoryBudget(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	const rows, chunkRows, budget = 100_000, 5, 10_000
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.items:raw.items"}, ChunkRows: chunkRows,
 		SetupSQL: []string{itemsDDL, itemsSeed(1, rows)}})

@@ -23,7 +23,7 @@ import (
 // to source. With another CA, or a name the certificate does not carry, the sink refuses the
 // server with the verification failure; without TLS the proxy is not spoken to.
 func TestClickHouseOverTLS(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()

@@ -243,12 +243,12 @@ func tableFailed(ctx context.Context, p *icebergPipeline) (string, error) {
 // deletes run throughout; an unarmed worker takes over the crashed commit. The sink then equals
 // the source key by key, with no key visible twice (issue 8, fault 1).
 func TestWorkerKilledAtCommitPoints(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	points := []faults.Point{faults.CommitBeforeWrite, faults.CommitAfterWrite}
 	for _, sink := range everySink() {
 		for _, point := range points {
 			t.Run(sink.name+"/"+string(point), func(t *testing.T) {
-				t.Parallel()
+				defer parallel(t)()
 				killedAtCommitPoint(t, sink.dest(t), point)
 			})
 		}
@@ -284,7 +284,7 @@ func killedAtCommitPoint(t *testing.T, dest destination, point faults.Point) {
 // holds it, so no retry can bring its rows back (the retry finds neither the rows in the sink nor
 // the staged file, and the table stops with StagedBatchMissing).
 func TestBrokenCommitPathIsCaught(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p, read := commitFaultPipeline(t, icebergDestination(t))
 	w, failure := armedWorker(t, p, faults.CommitAckBeforeWrite)
 

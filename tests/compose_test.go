@@ -20,7 +20,7 @@ import (
 // every service, its image, published ports, health checks and the dependencies that order
 // start-up.
 func TestDockerComposeFile(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func composeEnv(t *testing.T, root string) (env, values []string) {
 // load while one is missing, naming it, .env.example lists exactly the variables it requires,
 // no command or health check spells a password out, and the worker's DSN holds none.
 func TestComposeSecretsFromEnv(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestComposeSecretsFromEnv(t *testing.T) {
 // here to build it): a distroless static nonroot base with no shell, a non-root user, a health
 // check by the worker's own subcommand, and the same packages `make build` builds, statically.
 func TestDockerfile(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	b, err := os.ReadFile("../deploy/Dockerfile")
 	if err != nil {
 		t.Fatal(err)

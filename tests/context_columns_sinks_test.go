@@ -71,9 +71,9 @@ func (p *icebergPipeline) writeStreamed(ctx context.Context, stmts ...string) st
 // transaction phase stream and a commit time inside the transaction's window on the Postgres clock
 // (to the second where the sink's type holds seconds only).
 func TestContextColumnsOnClickHouseAndCouchbase(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	t.Run("clickhouse", func(t *testing.T) {
-		t.Parallel()
+		defer parallel(t)()
 		addr := testenv.ClickHouse(t)
 		p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, ctxSeed))
 		db := p.cfg.Sink.ClickHouse.Database
@@ -125,7 +125,7 @@ func TestContextColumnsOnClickHouseAndCouchbase(t *testing.T) {
 			})
 	})
 	t.Run("couchbase", func(t *testing.T) {
-		t.Parallel()
+		defer parallel(t)()
 		cb := testenv.Couchbase(t)
 		universe := keys([2]int{1, ctxSeed}, [2]int{1001, 1050})
 		p, read := couchbasePipeline(t, universe, itemsDDL, itemsSeed(1, ctxSeed))
@@ -271,7 +271,7 @@ const allSixMetadata = `    metadata:
 //   - snapshot: the same LSN on every backfilled row (the pos LSN of those rows), null on streamed;
 //   - phase: snapshot or stream.
 func TestAllSixContextColumnsHoldTheirValues(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	started := time.Now()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, ctxSeed))
 	p.nameMetadata(allSixMetadata)

@@ -21,7 +21,7 @@ import (
 // streamed transaction carry phase "stream" and a commit time between the Postgres clock read
 // just before the transaction and just after its commit.
 func TestContextColumnsOnlyNamedWithPhaseAndCommitTime(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 500))
 	p.worker("worker")
 	p.sluice("start")

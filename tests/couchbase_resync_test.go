@@ -15,7 +15,7 @@ import (
 // collection equals the source key by key, every column, and no key deleted before the resync,
 // by the stream or by the detach, is back.
 func TestCouchbaseResyncAfterStreaming(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	s := itemsTarget(t, pipelineOptions{SetupSQL: partitionChangeDDL, TableYAML: "    on_partition_change: stop\n"},
 		couchbaseDestination(t))
 	s.know([2]int{1, 1500}, [2]int{200001, 200200}, [2]int{200500, 200500})

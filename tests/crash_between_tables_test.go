@@ -38,10 +38,10 @@ func multiTableTxn(i int) string {
 // The killed worker is never the one running the reader (ReadStream): this test is about the
 // commit side, and a killed reader only adds its one-minute heartbeat timeout.
 func TestCrashBetweenTwoTablesCommitsOfOneTransaction(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			crashBetweenTwoTables(t, sk)
 		})
 	}

@@ -26,7 +26,7 @@ const (
 // `promtool test rules` (each alert fires on the series it should, with its annotations, and
 // stays quiet on the ones it should not).
 func TestAlertRules(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatalf("promtool not found (%v): run scripts/install-tools.sh debian (it installs Debian's prometheus package)", err)
@@ -46,7 +46,7 @@ func TestAlertRules(t *testing.T) {
 
 // TestAlertRunbooks: every alert names a runbook, a section of docs/operations.md that exists.
 func TestAlertRunbooks(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	b, err := os.ReadFile(alertRulesFile)
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func inScrape(s scrape, name string) bool {
 }
 
 func TestMetricNames(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	tests := []struct {
 		expr string
 		want []string

@@ -98,10 +98,10 @@ var everyChanges = []string{
 // until the sink equals the source key by key, every column compared with the text Postgres
 // prints (arrays as JSON). sluice check reports no problem with the table.
 func TestEveryTypeIntoEverySink(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			dest := sk.dest(t)
 			target := dest.target(everyTable.Name)
 			p := newPipelineWith(t, pipelineOptions{Sink: dest.yaml, Tables: []string{everyTable.String() + ":" + target}, SetupSQL: everySetup()})

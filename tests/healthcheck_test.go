@@ -18,7 +18,7 @@ import (
 // from /readyz while its connection to Temporal is cut; 0 again once restored; 1 with "no
 // answer" once the worker has stopped.
 func TestWorkerHealthcheckCommand(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	px := startProxy(t, testenv.Temporal(t))
 	p := newPipelineWith(t, pipelineOptions{Temporal: px.Addr(), Tables: []string{"public.items:raw.items"}, SetupSQL: []string{itemsDDL}})
 	w := p.worker("worker")

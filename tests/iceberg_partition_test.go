@@ -20,7 +20,7 @@ import (
 // changes and inserts while it streams. The target equals the source key by key when read by
 // iceberg-go and by ClickHouse (chdb).
 func TestIcebergPartitionedPipeline(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ch := testenv.NewChDB(t)
 	p := newPipelineWith(t, pipelineOptions{
 		Tables: []string{"public.events:raw.events"},

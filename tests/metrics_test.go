@@ -129,7 +129,7 @@ func healthz(ctx context.Context, addr, path string) (int, string) {
 // /healthz fails while the worker's connection to Temporal is cut, and recovers. Last, every
 // metric deploy/'s alert rules and dashboard read is in the scrape (checkDeployedMetrics).
 func TestMetricsFollowThePipeline(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	px := startProxy(t, testenv.Temporal(t))
 	p := newPipelineWith(t, pipelineOptions{Temporal: px.Addr(), Tables: []string{"public.a:raw.a", "public.b:raw.b"},
 		SetupSQL: twoTablesDDL(1000)})

@@ -140,7 +140,7 @@ func waitCommitRetried(t *testing.T, p *icebergPipeline, what string) string {
 // table's CommitBatch retries visibly, and once the server runs again (SIGCONT) the table
 // catches up with nothing lost, document by document.
 func TestCouchbaseOutageMidStream(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	_, cb := privateService(t, devstack.ServiceCouchbase)
 	s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 2000)}}, couchbaseDestinationOn(t, testenv.CouchbaseInfo{
 		ConnString: cb.URL, Username: cb.Extra["username"], Password: cb.Extra["password"], Bucket: cb.Extra["bucket"]}))
@@ -181,7 +181,7 @@ func TestCouchbaseOutageMidStream(t *testing.T) {
 // retries visibly; once the store is reachable again the table catches up with nothing lost,
 // key by key (read back from the same catalog and bucket).
 func TestIcebergStorageOutageMidStream(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	store := testenv.S3(t)
 	px := startProxy(t, strings.TrimPrefix(store.Endpoint, "http://"))
 	sinkYAML := fmt.Sprintf(`  type: iceberg

@@ -14,7 +14,7 @@ import (
 // nothing lost. TestCouchbaseOutageMidStream and TestIcebergStorageOutageMidStream
 // (outage_sinks_test.go) are the same fault on the other sinks.
 func TestClickHouseOutageMidStream(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx := context.Background()
 	stack, ch := privateService(t, devstack.ServiceClickHouse)
 	s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)}}, clickhouseDestinationAt(t, ch.Addr))

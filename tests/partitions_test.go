@@ -33,10 +33,10 @@ var partitionedItemsDDL = []string{
 // changes of the other tests run on it. Every sink ends equal to the source key by key, each
 // moved row once, under its new key.
 func TestPartitionedTableEverySink(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			s := sk.open(t, pipelineOptions{SetupSQL: partitionedItemsDDL})
 			s.know([2]int{1, 20000}, [2]int{400500, 400599}, [2]int{1000001, 1000100})
 			s.know(liveItemKeys...)
@@ -67,10 +67,10 @@ func TestPartitionedTableEverySink(t *testing.T) {
 // that move rows out of the filter and back in, inserts and deletes on both sides of it leave
 // every sink equal to SELECT ... WHERE qty < 50 on the source (a view of it), key by key.
 func TestRowFilterEverySink(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			s := sk.open(t, pipelineOptions{
 				SetupSQL: []string{itemsDDL, itemsSeed(1, 5000),
 					// The filter reads qty: the replica identity must carry it.
@@ -100,7 +100,7 @@ func TestRowFilterEverySink(t *testing.T) {
 // TestColumnListIceberg replicates public.items with tables[].columns: the Iceberg table has
 // exactly the listed columns (and the metadata ones), and equals the source over them.
 func TestColumnListIceberg(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 5000)},
 		TableYAML: "    columns: [id, name, qty]\n"}, icebergDestination(t))
 	s.p.worker("worker")
@@ -171,10 +171,10 @@ var partitionChanges = []partitionChange{
 // equals the source key by key after each. With stop the table fails with PartitionChanged
 // naming the partition and the remedy, and `sluice resync --table` makes it equal again.
 func TestPartitionChangesTheWALCannotShow(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, policy := range []string{"resync", "stop"} {
 		t.Run(policy, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			o := pipelineOptions{SetupSQL: partitionChangeDDL}
 			if policy == "stop" {
 				o.TableYAML = "    on_partition_change: stop\n"

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,8 @@ var bins localrun.Binaries
 var sourceDBs localrun.Pools
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	setLanes()
 	dir, err := os.MkdirTemp("", "sluice-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -54,7 +54,7 @@ var liveItemChanges = []string{
 // documents; after a 100,000-row backfill and live inserts, updates, deletes and key changes both
 // Iceberg tables equal the source key by key, and the deletes were written as equality deletes.
 func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	a := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100000))
 	b := newIcebergPipeline(t, a.dsn, []string{"public.items:lake.items"})
 	a.worker("worker-a")
@@ -124,7 +124,7 @@ func TestStarterAndTemporalCLIReplicateIdentically(t *testing.T) {
 // TestWorkerKilledMidCommitLosesNothing runs two workers on one pipeline under a steady stream
 // of writes and SIGKILLs one of them repeatedly; the Iceberg table still equals the source.
 func TestWorkerKilledMidCommitLosesNothing(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 20000))
 	writeWhileKillingWorkers(t, p)
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)

@@ -134,11 +134,11 @@ func postgresPluginDestination(addr, dsn string) destination {
 // inserts, updates and deletes run throughout; the plugin's target then equals the source key by
 // key, every column: a replayed batch brings no deleted row back.
 func TestPluginWorkerKilledAtCommitPoints(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sink := range pluginSinks() {
 		for _, point := range []faults.Point{faults.CommitBeforeWrite, faults.CommitAfterWrite} {
 			t.Run(sink.name+"/"+string(point), func(t *testing.T) {
-				t.Parallel()
+				defer parallel(t)()
 				killedAtCommitPoint(t, sink.start(t).dest, point)
 			})
 		}
@@ -150,10 +150,10 @@ func TestPluginWorkerKilledAtCommitPoints(t *testing.T) {
 // for 30 seconds. The table's CommitBatch retries visibly (transient), and once the plugin runs
 // again on its address over the same destination, the target equals the source key by key.
 func TestPluginKilledAndUnreachable(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, kind := range pluginSinks() {
 		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			pl := kind.start(t)
 			p, read := commitFaultPipeline(t, pl.dest)
 			p.worker("w")
@@ -184,7 +184,7 @@ func TestPluginKilledAndUnreachable(t *testing.T) {
 // `sluice resume --table public.a`; the new run resumes from the committed position and the
 // target equals the source key by key, every column.
 func TestPluginPoisonBatch(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	var dsn string
 	runPoison(t, poisonCase{
 		name: "postgres-plugin",

@@ -62,10 +62,10 @@ type poisonCase struct {
 // taken before the poisoned writes and does not move, the sink keeps its old rows, and public.b,
 // written in the same transactions, keeps streaming and converges.
 func TestPoisonBatchOnClickHouseAndCouchbase(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, tc := range []poisonCase{clickhousePoison(), couchbasePoison()} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			runPoison(t, tc)
 		})
 	}

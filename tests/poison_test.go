@@ -50,7 +50,7 @@ var twoTableColumns = []string{"name", "qty"}
 //     position, backfills from a new snapshot and streams again; raw.a then equals the source key
 //     by key, including writes made after the fix.
 func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.a:raw.a", "public.b:raw.b"}, twoTablesDDL(2000)...)
 	p.worker("worker")
 	p.sluice("start")

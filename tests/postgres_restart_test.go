@@ -16,10 +16,10 @@ import (
 // reconnects and resumes from the slot; every change made before the shutdown and after the
 // restart reaches the sink, key by key.
 func TestPostgresRestartMidStream(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			ctx := context.Background()
 			stack, pg := privateService(t, devstack.ServicePostgres)
 			if err := execSQL(ctx, pg.URL, "CREATE DATABASE restart_src"); err != nil {

@@ -23,7 +23,7 @@ import (
 // certificate does not carry, `sluice check` fails with an error that names the verification
 // failure.
 func TestPostgresVerifyFull(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	dir := t.TempDir()
 	ca := testenv.NewCA(t, "sluice test CA")
 	_, certPEM, keyPEM := ca.Issue(t, "db.test", false) // DNS db.test and IP 127.0.0.1

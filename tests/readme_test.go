@@ -60,7 +60,7 @@ var orderColumns = []string{"customer", "amount"}
 // hand-written signal-with-start it terminates the table's workflow, so that the command starts
 // a new run, whose input must carry the table's options.
 func TestREADMECommands(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestREADMECommands(t *testing.T) {
 // against what `sluice input` prints for it (the SourceWorkflow's, then with --table the
 // TableWorkflow's). Keys the README leaves out are those sluice prints as null.
 func TestREADMEInputExamples(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	blocks := readmeBlocks(t, readmePath, readmeSection, "json")
 	argss := [][]string{
 		{"input", "--config", "../examples/demo.yaml"},

@@ -57,7 +57,7 @@ type recoveryCase struct {
 //
 // Not covered: CopyChunk (only replays of backfills recorded before CopySnapshot schedule it).
 func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	cases := []recoveryCase{
 		// NextBatches lists the staged batches beyond the workflow's window (256 refs): a paused
 		// table gets 280 one-row batches, then resumes. The longest case: it comes first, its
@@ -88,7 +88,7 @@ func TestRecoveryTimeAfterWorkerKilledInEachActivity(t *testing.T) {
 	})
 	for _, c := range cases {
 		t.Run(c.activity, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			fig := recoverFromKill(t, c)
 			mu.Lock()
 			figures = append(figures, fig)

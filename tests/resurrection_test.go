@@ -30,7 +30,7 @@ const resurrectKey = 424242
 // acknowledged, the committed position does not move, K stays deleted and the sink still equals
 // the source key by key.
 func TestReplayedInsertCannotResurrect(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	const seed = 200
 	for _, tc := range []struct {
 		name string
@@ -55,14 +55,14 @@ func TestReplayedInsertCannotResurrect(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			p, read := tc.open(t)
 			replayInsertAfterDelete(t, p, read)
 		})
 	}
 	for _, kind := range pluginSinks() {
 		t.Run("plugin-"+kind.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			dest := kind.start(t).dest
 			target := dest.target("items")
 			p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, seed))

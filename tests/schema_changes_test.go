@@ -21,10 +21,10 @@ import (
 //   - An incompatible type change (text → integer): the table stops with SchemaChanged naming
 //     the column, both types and the remedy.
 func TestSchemaChangesEverySink(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			d := sk.dest(t)
 			s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 2000)}}, d)
 			s.know([2]int{1, 2000}, [2]int{5001, 5010})
@@ -99,10 +99,10 @@ func checkSchemaStop(t *testing.T, s *sinkTarget, change string) {
 // brings the sink to equal the source key by key, every column. (REPLICA IDENTITY NOTHING needs
 // no stop: Postgres refuses UPDATE and DELETE on the table while the publication publishes them.)
 func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			d := sk.dest(t)
 			s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 500)}}, d)
 			s.know([2]int{1, 500}, [2]int{901, 910})
@@ -145,10 +145,10 @@ func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
 //     every column, the new one included (the default in every earlier row).
 //   - RENAME COLUMN: the table stops with SchemaChanged naming the rename and the remedy.
 func TestSchemaChangesWhileStopped(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			d := sk.dest(t)
 			s := itemsTarget(t, pipelineOptions{SetupSQL: []string{itemsDDL, itemsSeed(1, 500)}}, d)
 			s.know([2]int{1, 500})

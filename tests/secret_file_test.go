@@ -19,7 +19,7 @@ import (
 // the password appears in no worker log, no starter output (status, input) and no error, even
 // when the connection fails.
 func TestSecretFromFile(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 300))
 	const password = "Pa55-from-file-7f3a"
 	u, err := url.Parse(p.dsn)

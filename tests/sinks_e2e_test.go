@@ -101,7 +101,7 @@ func runLivePipeline(t *testing.T, p *icebergPipeline, read sinkReader) {
 // TestPipelineIntoClickHouse runs the pipeline into ClickHouse: backfill then stream, compared
 // with SELECT ... FINAL and the tombstone filter.
 func TestPipelineIntoClickHouse(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 20000))
 	runLivePipeline(t, p, read)
 }
@@ -109,14 +109,14 @@ func TestPipelineIntoClickHouse(t *testing.T) {
 // TestPipelineIntoCouchbase runs the pipeline into Couchbase (gocaves): backfill then stream,
 // compared document by document over every key the source ever held.
 func TestPipelineIntoCouchbase(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p, read := couchbasePipeline(t, append(keys([2]int{1, 20000}, [2]int{200001, 200500}), "900000"), itemsDDL, itemsSeed(1, 20000))
 	runLivePipeline(t, p, read)
 }
 
 // TestWorkerKilledMidCommitClickHouse is TestWorkerKilledMidCommitLosesNothing into ClickHouse.
 func TestWorkerKilledMidCommitClickHouse(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p, read := clickhousePipeline(t, itemsDDL, itemsSeed(1, 20000))
 	writeWhileKillingWorkers(t, p)
 	p.waitEqualTo("public.items", "id", e2eColumns, read)
@@ -124,7 +124,7 @@ func TestWorkerKilledMidCommitClickHouse(t *testing.T) {
 
 // TestWorkerKilledMidCommitCouchbase is TestWorkerKilledMidCommitLosesNothing into Couchbase.
 func TestWorkerKilledMidCommitCouchbase(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p, read := couchbasePipeline(t, keys([2]int{1, 20000}, [2]int{killInsertFrom, killInsertTo}), itemsDDL, itemsSeed(1, 20000))
 	writeWhileKillingWorkers(t, p)
 	p.waitEqualTo("public.items", "id", e2eColumns, read)

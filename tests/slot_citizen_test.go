@@ -66,7 +66,7 @@ func (p *icebergPipeline) waitReaderFailed(why string, wants ...string) string {
 // positions and the remedy, instead of streaming on and skipping the rows changed in between.
 // The remedy (teardown, start, resync) brings the sink back to the source.
 func TestRecreatedSlot(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx := context.Background()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100))
 	w := p.worker("worker")
@@ -115,7 +115,7 @@ func TestRecreatedSlot(t *testing.T) {
 // publication and the fix, and the first pipeline goes on streaming; one in another database of
 // the same server is refused too, naming the slot's database.
 func TestSlotOfAnotherPipeline(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	a := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100))
 	a.worker("worker")
 	a.sluice("start")
@@ -170,7 +170,7 @@ func pgCtlStop(t *testing.T, pg devstack.Info, timeout time.Duration) time.Durat
 // returns within a few seconds; after a restart the pipeline resumes and, once the table is
 // resumed, the sink equals the source key by key.
 func TestFastShutdownWhileHolding(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx := context.Background()
 	stack, pg := privateService(t, devstack.ServicePostgres)
 	if err := execSQL(ctx, pg.URL, "CREATE DATABASE shutdown_src"); err != nil {
@@ -266,7 +266,7 @@ func slotLag(ctx context.Context, dsn, slot string) (current string, retained, u
 // they stop the WAL it retains and the WAL it has not confirmed are under the bounds above
 // within idleSettleWithin.
 func TestIdleTablesHoldNoWAL(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx := context.Background()
 	_, pg := privateService(t, devstack.ServicePostgres)
 	if err := execSQL(ctx, pg.URL, "CREATE DATABASE idle_src", "CREATE DATABASE idle_noise"); err != nil {

@@ -94,7 +94,7 @@ func (p *icebergPipeline) dropSlot(ctx context.Context, slot string) {
 // and the table, whose position is older, stops with PositionGap rather than skipping the rows
 // changed while no slot existed; `sluice resync` brings the sink back to the source.
 func TestDroppedSlot(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx := context.Background()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 100))
 	p.worker("worker")
@@ -221,7 +221,7 @@ func TestDroppedSlot(t *testing.T) {
 // and exits non-zero; `sluice check` reports the retained WAL and the limit; the remedy
 // (teardown, start, resync) brings the table back to sink = source.
 func TestInvalidatedSlot(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx := context.Background()
 	_, pg := privateService(t, devstack.ServicePostgres)
 	if err := execSQL(ctx, pg.URL, "CREATE DATABASE invalid_src", "CREATE DATABASE invalid_noise",

@@ -26,7 +26,7 @@ func slotState(ctx context.Context, t *testing.T, dsn, slot string) (confirmed, 
 // confirmed_flush_lsn never passes it, however much WAL other databases write; and a quiet
 // pipeline confirms the WAL others write, so it does not make the server retain it.
 func TestSlotHoldsUncommittedAndQuietPipelineReleasesWAL(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 1000))
 	p.worker("worker")
 	p.sluice("start")

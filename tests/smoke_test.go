@@ -21,7 +21,7 @@ import (
 // TestSmokePostgresLogicalSlot proves the harness's PostgreSQL decodes WAL: a logical slot is
 // created and sees a committed insert.
 func TestSmokePostgresLogicalSlot(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testenv.NewDatabase(t))
@@ -62,7 +62,7 @@ func smokeWorkflow(ctx workflow.Context, name string) (string, error) {
 // TestSmokeTemporalWorkflow runs a trivial workflow with an activity on a worker against the
 // dev server.
 func TestSmokeTemporalWorkflow(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := client.Dial(client.Options{HostPort: testenv.Temporal(t)})
@@ -93,7 +93,7 @@ func TestSmokeTemporalWorkflow(t *testing.T) {
 
 // TestSmokeClickHouse creates a table, inserts with a clickhouse-go batch and selects it back.
 func TestSmokeClickHouse(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{testenv.ClickHouse(t)}, Protocol: clickhouse.Native})
@@ -137,7 +137,7 @@ func TestSmokeClickHouse(t *testing.T) {
 
 // TestSmokeCouchbase upserts, gets and removes a document on gocaves with gocb.
 func TestSmokeCouchbase(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	cb := testenv.Couchbase(t)
 	cluster, err := gocb.Connect(cb.ConnString, gocb.ClusterOptions{
 		Authenticator: gocb.PasswordAuthenticator{Username: cb.Username, Password: cb.Password},
@@ -180,7 +180,7 @@ func TestSmokeCouchbase(t *testing.T) {
 
 // TestSmokeS3 puts and gets an object through gocloud.dev/blob on the S3-compatible store.
 func TestSmokeS3(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s3i := testenv.S3(t)

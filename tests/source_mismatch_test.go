@@ -23,10 +23,10 @@ import (
 // target are untouched. It runs on every sink, since each stores its position its own way
 // (Iceberg snapshot properties, ClickHouse marker rows, Couchbase checkpoint documents).
 func TestStoredPositionFromAnotherSourceStops(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			storedPositionFromAnotherSource(t, sk)
 		})
 	}

@@ -167,10 +167,10 @@ func logReaderRecovery(t *testing.T, p *icebergPipeline, workerLog string) {
 // delivered but not acked are redelivered and committed (or skipped as covered), the reader
 // resumes from the slot, and the sink equals the source key by key.
 func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			dest := sk.dest(t)
 			target := dest.target("items")
 			p := newPipeline(t, "", dest.yaml, []string{"public.items:" + target}, itemsDDL, itemsSeed(1, 5000))
@@ -290,10 +290,10 @@ func describeRun(ctx context.Context, p *icebergPipeline, id string) (workflowRu
 // reconnect on their own; the pipeline's workflows are the same executions (the same run, or
 // runs continued from it), running, and streaming again; the sink equals the source key by key.
 func TestTemporalServerRestartMidStream(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sk := range everySink() {
 		t.Run(sk.name, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			temporalRestartMidStream(t, sk)
 		})
 	}

@@ -20,7 +20,7 @@ import (
 // reads the status; without the client certificate, or without the CA, the mTLS frontend is
 // refused with an error that names the address and the settings to check.
 func TestTemporalOverTLS(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dir := t.TempDir()

@@ -6,7 +6,7 @@ import "testing"
 // the table to resync (a snapshot taken after the truncate), and the Iceberg table ends equal to
 // the source: no row from before the truncate survives, none after it is lost.
 func TestTruncateResyncsTheTable(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newIcebergPipeline(t, "", []string{"public.items:raw.items"}, itemsDDL, itemsSeed(1, 3000))
 	p.worker("worker")
 	p.sluice("start")

@@ -26,7 +26,7 @@ import (
 // position, rows, last error) and a summary on each activity it scheduled ("commit lo..hi, N
 // rows", "read slot ...").
 func TestWebUIExplainsEachWorkflow(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.a:raw.a", "public.b:raw.b"}, SetupSQL: twoTablesDDL(300)})
 	p.worker("worker")
 	p.sluice("start")
@@ -138,7 +138,7 @@ func activitySummaries(t *testing.T, c client.Client, id, activityType string) [
 // `sluice start` cannot start; `sluice setup-temporal` registers them (a second run changes
 // nothing), after which check passes and the pipeline starts.
 func TestSetupTemporalRegistersSearchAttributes(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	p := newPipelineWith(t, pipelineOptions{Tables: []string{"public.a:raw.a"}, SetupSQL: twoTablesDDL(10)})
 	ctx := context.Background()
 	ns := "sa-" + p.name

@@ -244,10 +244,10 @@ func workloadSize(sinkName string, n int) int {
 // pipeline streams; every table of every sink ends equal to the source key by key, every
 // column compared.
 func TestWorkloadConvergesOnEverySink(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sinkName := range workloadSinks {
 		t.Run(sinkName, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			w := newWorkloadPipeline(t, sinkName, 2000, map[string]int{
 				"wl_items": workloadSize(sinkName, 3000), "wl_lines": workloadSize(sinkName, 2000), "wl_docs": workloadSize(sinkName, 200),
 				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
@@ -294,10 +294,10 @@ const heavyRows, heavyChunkRows = 20000, 1000
 // before the snapshot starts until after it ends, on a table big enough for a backfill of many
 // chunks; every sink ends exactly equal to the source, with no key visible twice.
 func TestHeavyWritesDuringBackfill(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sinkName := range workloadSinks {
 		t.Run(sinkName, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, heavyChunkRows), map[string]int{
 				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200),
 				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
@@ -423,10 +423,10 @@ func (w *workloadPipeline) backfillsAgain(ctx context.Context, tn batch.TableNam
 // catalog on S3 with credentials (examples/iceberg-s3.yaml on devstack's weed), read back
 // through that catalog (issue 18).
 func TestWorkerKilledDuringBackfill(t *testing.T) {
-	t.Parallel()
+	defer parallel(t)()
 	for _, sinkName := range append(workloadSinks[:len(workloadSinks):len(workloadSinks)], "iceberg-rest") {
 		t.Run(sinkName, func(t *testing.T) {
-			t.Parallel()
+			defer parallel(t)()
 			chunk := workloadSize(sinkName, 1000)
 			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
 				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100),

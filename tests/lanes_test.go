@@ -1,0 +1,68 @@
+package tests
+
+import (
+	"context"
+	"flag"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// The end-to-end tests share the machine's cores with the services and workers they start.
+// Go's -parallel caps how many run at once, not what they cost, and they cost very differently:
+// most spend much of their time waiting (on a worker's restart, a heartbeat timeout, a cut
+// connection's 40 seconds, a poll), while the at-scale tests keep the machine busy for minutes
+// and size their waits to the share of it they get beside three others. On two cores, four at a
+// time left the cores idle a third of the time in the last ten minutes of a make test run
+// (2026-12-05, vmstat), and six at a time starved TestManyTablesOnTenReplicationSlots past its
+// backfill wait (a make test run of 2026-12-05 at E2E_PARALLEL=6).
+//
+// So a parallel test takes lanes, as many as the run's -parallel: parallel(t) takes one,
+// parallelHeavy(t) as many as leave room for three tests beside it (every lane at -parallel 4
+// or less, when each test has one lane as it had before). Both mark the test parallel; the lanes
+// are held until the test's function returns, so a test whose parallel subtests do the work
+// holds none while they run (`defer parallel(t)()`).
+
+// lanes holds the lanes of the run; TestMain sets it once the flags are parsed.
+var lanes *semaphore.Weighted
+
+// laneCount is the run's -parallel (GOMAXPROCS when unset, as go test does).
+var laneCount int64
+
+// besideHeavy is how many tests may run beside an at-scale one: as many as ran beside them when
+// their waits were sized.
+const besideHeavy = 3
+
+// setLanes sizes the lanes to the run's -parallel. TestMain calls it after flag.Parse.
+func setLanes() {
+	laneCount = 1
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.ParseInt(f.Value.String(), 10, 64); err == nil && n > 0 {
+			laneCount = n
+		}
+	}
+	lanes = semaphore.NewWeighted(laneCount)
+}
+
+// parallel marks t parallel and holds one lane until the returned function is called.
+func parallel(t *testing.T) (release func()) {
+	t.Helper()
+	return takeLanes(t, 1)
+}
+
+// parallelHeavy marks t parallel and holds the lanes of an at-scale test: all but besideHeavy
+// of them (at least one).
+func parallelHeavy(t *testing.T) (release func()) {
+	t.Helper()
+	return takeLanes(t, max(laneCount-besideHeavy, 1))
+}
+
+func takeLanes(t *testing.T, n int64) (release func()) {
+	t.Helper()
+	t.Parallel()
+	if err := lanes.Acquire(context.Background(), n); err != nil {
+		t.Fatalf("taking %d of the run's %d lanes: %v", n, laneCount, err)
+	}
+	return func() { lanes.Release(n) }
+}
