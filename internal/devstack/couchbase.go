@@ -38,8 +38,9 @@ func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
 	logPath := filepath.Join(dir, "gocaves.log")
 	_ = os.Remove(logPath) // the connection string is read from a fresh log
 	_ = os.Remove(logPath + ".end")
-	// gocaves logs every packet it receives (GBs under a benchmark), with no flag to quiet it: its
-	// output goes through dd, which passes the first logCapBytes on as they come (the connection
+	// gocaves logs every packet it receives (GBs under a benchmark). Our build of it discards
+	// that log unless GOCAVES_PACKET_LOG=1 (scripts/gocaves/main.go); either way its output goes
+	// through dd, which passes the first logCapBytes on as they come (the connection
 	// string is in the first lines; head would buffer it), then tail keeps only the last
 	// logEndBytes of the rest and writes them to gocaves.log.end when gocaves exits (a crash's
 	// stack trace; Ensure's restart record quotes it), so the mock never blocks on a full pipe.
