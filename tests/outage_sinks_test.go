@@ -89,7 +89,10 @@ func startRounds(dsn string, base int) *roundWriter {
 			lo := base + i*roundRows
 			if err := execSQL(ctx, dsn,
 				itemsSeed(lo, lo+roundRows-1),
-				fmt.Sprintf(`UPDATE public.items SET qty = coalesce(qty, 0) + 1, name = name || '+' WHERE id %% 31 = %d AND id < %d`, i%31, lo),
+				// A thirty-first of the rows below base and of the writer's last 31 rounds (so
+				// the update volume stays the same however long the writer runs; of every key
+				// below lo, it grew with the rounds).
+				fmt.Sprintf(`UPDATE public.items SET qty = coalesce(qty, 0) + 1, name = name || '+' WHERE id %% 31 = %d AND (id < %d OR id BETWEEN %d AND %d)`, i%31, base, lo-31*roundRows, lo-1),
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, lo-roundRows+3, lo-roundRows+4)); err != nil {
 				break
 			}
