@@ -15,8 +15,8 @@ TEST_TIMEOUT ?= 45m
 # The end-to-end tests mostly wait (backfills, heartbeat timeouts after a killed worker), so
 # six run at once on two cores, but an at-scale test beside at most three others (the lanes of
 # tests/lanes_test.go); each has its own database, task queue and directories. (Three at once
-# took longer than four: ./tests 1489 s against 1402 s; four left the cores idle a third of the
-# time in the last ten minutes: make test runs of 2026-12-05.)
+# took longer than four: ./tests 1489 s against 1402 s; four left the cores 20-40% idle through
+# most of the last eight minutes: make test runs of 2026-12-05.)
 E2E_PARALLEL ?= 6
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 # The fault points (internal/faults) exist only in a build with this tag; nothing shipped has
@@ -57,7 +57,8 @@ workflowcheck:
 # and mostly wait on services) with, beside them at nice 19, the unit packages that use no shared
 # service; then the unit packages that use the services (beside ./tests, the services served them
 # at full priority and the end-to-end tests' waits timed out). Unit packages run with the race
-# detector, and FAULTS_PKGS again with the faults tag. Every step must pass.
+# detector (but for two volume tests of sinks/clickhouse: scripts/test.sh says why), and
+# FAULTS_PKGS again with the faults tag. Every step must pass.
 # Its services are a stack of its own and its temporary files live in memory when the machine has
 # a tmpfs with room (scripts/test-dirs.sh says where, and why).
 test: tools vet workflowcheck

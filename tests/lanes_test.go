@@ -14,9 +14,9 @@ import (
 // most spend much of their time waiting (on a worker's restart, a heartbeat timeout, a cut
 // connection's 40 seconds, a poll), while the at-scale tests keep the machine busy for minutes
 // and size their waits to the share of it they get beside three others. On two cores, four at a
-// time left the cores idle a third of the time in the last ten minutes of a make test run
+// time left the cores 20-40% idle through most of the last eight minutes of a make test run
 // (2026-12-05, vmstat), and six at a time starved TestManyTablesOnTenReplicationSlots past its
-// backfill wait (a make test run of 2026-12-05 at E2E_PARALLEL=6).
+// backfill wait (a make test run of 2026-12-05 at E2E_PARALLEL=6, before these lanes).
 //
 // So a parallel test takes lanes, as many as the run's -parallel: parallel(t) takes one,
 // parallelHeavy(t) as many as leave room for three tests beside it (every lane at -parallel 4
