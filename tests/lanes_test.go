@@ -20,9 +20,13 @@ import (
 //
 // So a parallel test takes lanes, as many as the run's -parallel: parallel(t) takes one,
 // parallelHeavy(t) as many as leave room for three tests beside it (every lane at -parallel 4
-// or less, when each test has one lane as it had before). Both mark the test parallel; the lanes
-// are held until the test's function returns, so a test whose parallel subtests do the work
-// holds none while they run (`defer parallel(t)()`).
+// or less, when each test has one lane as it had before), and parallelBusy(t) a third of them,
+// for the tests whose workload generator writes as fast as it can while a backfill runs: the
+// slower their backfill, the more they write (beside the 500-table test, 7,855 operations
+// where a run without it wrote 900, and that test's backfill took 7 minutes of its 10 instead
+// of 3: two make test runs of 2026-12-05). All three mark the test parallel; the lanes are held
+// until the test's function returns, so a test whose parallel subtests do the work holds none
+// while they run (`defer parallel(t)()`).
 
 // lanes holds the lanes of the run; TestMain sets it once the flags are parsed.
 var lanes *semaphore.Weighted
@@ -56,6 +60,13 @@ func parallel(t *testing.T) (release func()) {
 func parallelHeavy(t *testing.T) (release func()) {
 	t.Helper()
 	return takeLanes(t, max(laneCount-besideHeavy, 1))
+}
+
+// parallelBusy marks t parallel and holds the lanes of a test that keeps the machine busy for
+// as long as it runs: a third of them (at least one).
+func parallelBusy(t *testing.T) (release func()) {
+	t.Helper()
+	return takeLanes(t, max(laneCount/3, 1))
 }
 
 func takeLanes(t *testing.T, n int64) (release func()) {

@@ -247,7 +247,7 @@ func TestWorkloadConvergesOnEverySink(t *testing.T) {
 	defer parallel(t)()
 	for _, sinkName := range workloadSinks {
 		t.Run(sinkName, func(t *testing.T) {
-			defer parallel(t)()
+			defer parallelBusy(t)()
 			w := newWorkloadPipeline(t, sinkName, 2000, map[string]int{
 				"wl_items": workloadSize(sinkName, 3000), "wl_lines": workloadSize(sinkName, 2000), "wl_docs": workloadSize(sinkName, 200),
 				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
@@ -297,7 +297,7 @@ func TestHeavyWritesDuringBackfill(t *testing.T) {
 	defer parallel(t)()
 	for _, sinkName := range workloadSinks {
 		t.Run(sinkName, func(t *testing.T) {
-			defer parallel(t)()
+			defer parallelBusy(t)()
 			w := newWorkloadPipeline(t, sinkName, workloadSize(sinkName, heavyChunkRows), map[string]int{
 				"wl_items": workloadSize(sinkName, heavyRows), "wl_lines": workloadSize(sinkName, 3000), "wl_docs": workloadSize(sinkName, 200),
 				"wl_types": workloadSize(sinkName, 300), "wl_parts": workloadSize(sinkName, 1000)})
@@ -426,7 +426,7 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 	defer parallel(t)()
 	for _, sinkName := range append(workloadSinks[:len(workloadSinks):len(workloadSinks)], "iceberg-rest") {
 		t.Run(sinkName, func(t *testing.T) {
-			defer parallel(t)()
+			defer parallelBusy(t)()
 			chunk := workloadSize(sinkName, 1000)
 			w := newWorkloadPipeline(t, sinkName, chunk, map[string]int{
 				"wl_items": workloadSize(sinkName, 20000), "wl_lines": workloadSize(sinkName, 1000), "wl_docs": workloadSize(sinkName, 100),
