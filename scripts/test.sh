@@ -13,9 +13,8 @@
 # see below); then the packages whose code differs with the faults tag run again with it (in the
 # low-priority group too). All groups must pass.
 #
-# E2E_PARALLEL is the end-to-end tests' -parallel: the lanes of tests/lanes_test.go, of which an
-# at-scale test takes all but three (so it runs beside at most three others, as its waits
-# assume) and every other test one.
+# E2E_PARALLEL is the end-to-end tests' -parallel, and the number of lanes they share (an
+# at-scale test or a workload test takes several: tests/lanes_test.go says how many, and why).
 #
 # Environment (the Makefile passes its own): GO (go), TEST_TIMEOUT (45m), E2E_PARALLEL (6),
 # FAULTS_TAG (faults), FAULTS_PKGS (./internal/faults/ ./worker/), GOTESTFLAGS (extra go test

@@ -54,11 +54,7 @@ func startWriting(p *icebergPipeline, base int) *liveWriter {
 			lo := base + i*200
 			if err := execSQL(ctx, p.dsn,
 				itemsSeed(lo, lo+199),
-				// A thirty-first of the rows below base and of the writer's last 2,000 keys: the
-				// same rows every 31 rounds. (Of every key below lo, the updates grew with the
-				// rounds: 300,000 row changes in 280 rounds, which the sinks then had to catch up
-				// on, Couchbase on gocaves for two minutes of make test.)
-				fmt.Sprintf(`UPDATE public.items SET qty = coalesce(qty, 0) + 1, name = name || '+' WHERE id %% 31 = %d AND (id < %d OR id BETWEEN %d AND %d)`, i%31, base, lo-2000, lo-1),
+				roundUpdate(i, base, lo, 2000),
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, lo-190, lo-181)); err != nil {
 				break
 			}
