@@ -220,8 +220,8 @@ func TableStatus(ctx context.Context, c client.Client, pipeline string, table ba
 
 // WaitFor polls check every interval until it returns true, ctx ends or timeout passes; the
 // error names what was awaited and the last state check reported. The pause after a check is
-// at least checkPause times as long as the check took, so that a costly check (a full scan of a
-// source and a sink) takes at most a third of the time it waits, however loaded the machine.
+// at least as long as the check took, so that a costly check (a full scan of a source and a
+// sink) takes at most half of the time it waits, however loaded the machine.
 //
 // A check is given a context that ends with the wait. One that does not return when its context
 // ends (a client that ignores it, such as a bulk read with a timeout of its own) is abandoned
@@ -263,17 +263,10 @@ func WaitFor(ctx context.Context, what string, timeout, interval time.Duration, 
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: not reached after %s (last: %s)", what, timeout, last)
-		case <-time.After(max(interval, checkPause*time.Since(began))):
+		case <-time.After(max(interval, time.Since(began))):
 		}
 	}
 }
-
-// checkPause is how many times as long as a check WaitFor pauses after it at least. The
-// end-to-end tests wait on full scans of a source and its sink, on a machine they keep busy:
-// in a run of ./tests (2026-12-05) the test binary spent a third of its CPU in its checks, and
-// the services as much again serving them; a pause as long as the check (half the wait spent
-// checking) slowed the pipelines the checks wait for.
-const checkPause = 2
 
 // checkGrace is how long WaitFor waits, after its deadline, for a check that ignores its context.
 const checkGrace = 10 * time.Second

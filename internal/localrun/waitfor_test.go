@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// TestWaitForPausesLongerThanACheck checks WaitFor's duty cycle: after a check that took
-// longer than the interval, the next check starts no sooner than twice what that check took,
-// so costly checks take at most a third of the wait.
-func TestWaitForPausesLongerThanACheck(t *testing.T) {
+// TestWaitForPausesAtLeastAsLongAsACheck checks WaitFor's duty cycle: after a check that took
+// longer than the interval, the next check starts no sooner than that check took, so costly
+// checks take at most half of the wait.
+func TestWaitForPausesAtLeastAsLongAsACheck(t *testing.T) {
 	cases := []struct {
 		name     string
 		interval time.Duration
@@ -19,7 +19,7 @@ func TestWaitForPausesLongerThanACheck(t *testing.T) {
 		wantGap  time.Duration
 	}{
 		{"cheap check waits the interval", 40 * time.Millisecond, 0, 40 * time.Millisecond},
-		{"costly check waits twice as long as it took", 5 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond},
+		{"costly check waits as long as it took", 5 * time.Millisecond, 60 * time.Millisecond, 60 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
