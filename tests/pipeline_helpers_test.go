@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -223,11 +224,27 @@ func (p *icebergPipeline) workerEnv(name string, env ...string) *localrun.Worker
 		_ = w.Stop()
 		if p.t.Failed() {
 			if b, err := os.ReadFile(w.Log); err == nil {
+				p.t.Logf("%s log, warnings, errors and the reader's publication decisions (last 8 KiB of them):\n%s",
+					name, tailBytes(notableLines(b), 8192))
 				p.t.Logf("%s log (last 4 KiB):\n%s", name, tailBytes(b, 4096))
 			}
 		}
 	})
 	return w
+}
+
+// notableLines keeps the lines of a worker log that say more than progress: warnings, errors,
+// and the reader's decisions about tables met in the stream but not in the config (held or
+// skipped, both name the publication), which the last lines of a busy log no longer show.
+func notableLines(log []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(log) {
+		if bytes.Contains(line, []byte("level=WARN")) || bytes.Contains(line, []byte("level=ERROR")) ||
+			bytes.Contains(line, []byte("publication")) {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 func tailBytes(b []byte, n int) string {
