@@ -93,12 +93,13 @@ func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
 	// within 20 s (a and b have committed past it).
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		if confirmed := p.slotConfirmed(ctx); confirmed >= held {
-			// What the reader said of c then (held, and since when), for the diagnosis.
+			t.Errorf("the slot is confirmed up to %s, past the change of removed table c at %s: its changes are lost to a re-add",
+				batch.Position{LSN: confirmed}, batch.Position{LSN: held})
+			// What the reader said of c then (held, and since when), for the diagnosis; reported
+			// after the failure itself, which a status that cannot be read would otherwise hide.
 			st := p.removedStatus(ctx)
 			c, listed := st.table("public.c")
-			t.Fatalf("the slot is confirmed up to %s, past the change of removed table c at %s: its changes are lost to a re-add "+
-				"(status: reader %q, table c %+v, listed %v)",
-				batch.Position{LSN: confirmed}, batch.Position{LSN: held}, st.Reader.State, c, listed)
+			t.Fatalf("status then: reader %q, table c %+v (listed %v)", st.Reader.State, c, listed)
 		}
 	}
 	st := p.removedStatus(ctx)
