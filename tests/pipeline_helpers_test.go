@@ -39,6 +39,14 @@ func TestMain(m *testing.M) {
 	// (2026-12-05), on the cores the pipelines it waits for share. Its heap may grow to five
 	// times the live data instead.
 	debug.SetGCPercent(400)
+	// So may the processes it starts: the workers (each still bounded by its memory limit,
+	// --memory-limit auto), the starter CLI and the go builds of TestMain. A worker's collector
+	// was a fifth of its CPU; a run of TestPausedTableCatchesUpWithinBudget took 27.1 and 30.3
+	// worker CPU-seconds with this against 31.9 and 31.9 without, and its links 26.0 and 27.4
+	// CPU-seconds against 30.8 and 28.0 (2026-12-06). A GOGC already set is kept.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		os.Setenv("GOGC", "400")
+	}
 	dir, err := os.MkdirTemp("", "sluice-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
