@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/couchbase/gocb/v2"
 )
@@ -49,28 +50,49 @@ func DocumentKey(k Key) string {
 	return strings.Join(parts, "::")
 }
 
-// Read implements Sink.
+// readBatch is how many documents Read asks for in one bulk operation.
+const readBatch = 1000
+
+// Read implements Sink. It gets the documents readBatch at a time in bulk operations (one
+// request after another on the connection, without waiting for each answer): one Get at a
+// time was a round trip per key, and a check of a few thousand keys is made every poll.
 func (s CouchbaseSink) Read(ctx context.Context, t *Table, universe []Key) ([]Row, error) {
 	scope, coll := s.Collection(t.Name)
 	col := s.Bucket.Scope(scope).Collection(coll)
 	var out []Row
-	for _, k := range universe {
-		res, err := col.Get(DocumentKey(k), &gocb.GetOptions{Context: ctx})
-		if errors.Is(err, gocb.ErrDocumentNotFound) {
-			continue
+	for lo := 0; lo < len(universe); lo += readBatch {
+		gets := make([]*gocb.GetOp, 0, readBatch)
+		ops := make([]gocb.BulkOp, 0, readBatch)
+		for _, k := range universe[lo:min(lo+readBatch, len(universe))] {
+			g := &gocb.GetOp{ID: DocumentKey(k)}
+			gets, ops = append(gets, g), append(ops, g)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("get %s: %w", DocumentKey(k), err)
+		// gocb's bulk operations ignore the context and, without a timeout, allow the KV timeout
+		// once per operation: the read is bounded by the context's deadline instead.
+		timeout := time.Minute
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = max(time.Until(dl), time.Second)
 		}
-		var raw json.RawMessage
-		if err := res.Content(&raw); err != nil {
-			return nil, fmt.Errorf("document %s: %w", DocumentKey(k), err)
+		if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx, Timeout: timeout}); err != nil {
+			return nil, fmt.Errorf("bulk get of %d documents: %w", len(ops), err)
 		}
-		vals, err := documentValues(t, raw)
-		if err != nil {
-			return nil, fmt.Errorf("document %s: %w", DocumentKey(k), err)
+		for _, g := range gets {
+			if errors.Is(g.Err, gocb.ErrDocumentNotFound) {
+				continue
+			}
+			if g.Err != nil {
+				return nil, fmt.Errorf("get %s: %w", g.ID, g.Err)
+			}
+			var raw json.RawMessage
+			if err := g.Result.Content(&raw); err != nil {
+				return nil, fmt.Errorf("document %s: %w", g.ID, err)
+			}
+			vals, err := documentValues(t, raw)
+			if err != nil {
+				return nil, fmt.Errorf("document %s: %w", g.ID, err)
+			}
+			out = append(out, t.row(vals))
 		}
-		out = append(out, t.row(vals))
 	}
 	return out, nil
 }
