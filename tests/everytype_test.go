@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -224,55 +223,32 @@ func canonicalText(v reflect.Value, typ string) string {
 var decimalScaleRE = regexp.MustCompile(`Decimal\(\d+, (\d+)\)`)
 
 // couchbaseColumns reads the documents of every key in universe from col over columns, every
-// member in the canonical text of ScanPostgres, a thousand keys per bulk request (a key-by-key
-// read of tens of thousands of keys is too slow to poll).
+// member in the canonical text of ScanPostgres, in bulk requests (workload.GetDocuments: a
+// key-by-key read of tens of thousands of keys is too slow to poll).
 func couchbaseColumns(col *gocb.Collection, universe, columns []string) sinkReader {
 	return func(ctx context.Context) (localrun.Table, error) {
 		out := localrun.Table{Columns: columns, Rows: map[string][]string{}}
-		for lo := 0; lo < len(universe); lo += 1000 {
-			ops := make([]gocb.BulkOp, 0, 1000)
-			gets := make([]*gocb.GetOp, 0, 1000)
-			for _, k := range universe[lo:min(lo+1000, len(universe))] {
-				g := &gocb.GetOp{ID: k}
-				ops, gets = append(ops, g), append(gets, g)
+		err := workload.GetDocuments(ctx, col, universe, func(id string, body json.RawMessage) error {
+			var doc map[string]json.RawMessage
+			if err := json.Unmarshal(body, &doc); err != nil {
+				return fmt.Errorf("document %s: %w", id, err)
 			}
-			// gocb's bulk operations ignore the context and, without a timeout, allow the KV
-			// timeout once per operation (2.5 s × 1,000 = 41 minutes against a server that stopped
-			// answering): the read is bounded by its context's deadline instead.
-			timeout := time.Minute
-			if dl, ok := ctx.Deadline(); ok {
-				timeout = max(time.Until(dl), time.Second)
+			row := make([]string, len(columns))
+			for i, c := range columns {
+				var err error
+				if bytes.HasPrefix(doc[c], []byte("{")) { // hstore, the only object member here
+					row[i], err = workload.HstoreText(doc[c])
+				} else {
+					row[i], err = jsonText(doc[c])
+				}
+				if err != nil {
+					return fmt.Errorf("document %s member %s: %w", id, c, err)
+				}
 			}
-			if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx, Timeout: timeout}); err != nil {
-				return out, fmt.Errorf("bulk get: %w", err)
-			}
-			for _, g := range gets {
-				if errors.Is(g.Err, gocb.ErrDocumentNotFound) {
-					continue
-				}
-				if g.Err != nil {
-					return out, fmt.Errorf("get %s: %w", g.ID, g.Err)
-				}
-				var doc map[string]json.RawMessage
-				if err := g.Result.Content(&doc); err != nil {
-					return out, fmt.Errorf("document %s: %w", g.ID, err)
-				}
-				row := make([]string, len(columns))
-				for i, c := range columns {
-					var err error
-					if bytes.HasPrefix(doc[c], []byte("{")) { // hstore, the only object member here
-						row[i], err = workload.HstoreText(doc[c])
-					} else {
-						row[i], err = jsonText(doc[c])
-					}
-					if err != nil {
-						return out, fmt.Errorf("document %s member %s: %w", g.ID, c, err)
-					}
-				}
-				out.Rows[g.ID] = row
-			}
-		}
-		return out, nil
+			out.Rows[id] = row
+			return nil
+		})
+		return out, err
 	}
 }
 

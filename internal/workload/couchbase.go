@@ -50,51 +50,67 @@ func DocumentKey(k Key) string {
 	return strings.Join(parts, "::")
 }
 
-// readBatch is how many documents Read asks for in one bulk operation.
-const readBatch = 1000
-
-// Read implements Sink. It gets the documents readBatch at a time in bulk operations (one
-// request after another on the connection, without waiting for each answer): one Get at a
-// time was a round trip per key, and a check of a few thousand keys is made every poll.
+// Read implements Sink.
 func (s CouchbaseSink) Read(ctx context.Context, t *Table, universe []Key) ([]Row, error) {
 	scope, coll := s.Collection(t.Name)
-	col := s.Bucket.Scope(scope).Collection(coll)
+	ids := make([]string, len(universe))
+	for i, k := range universe {
+		ids[i] = DocumentKey(k)
+	}
 	var out []Row
-	for lo := 0; lo < len(universe); lo += readBatch {
-		gets := make([]*gocb.GetOp, 0, readBatch)
-		ops := make([]gocb.BulkOp, 0, readBatch)
-		for _, k := range universe[lo:min(lo+readBatch, len(universe))] {
-			g := &gocb.GetOp{ID: DocumentKey(k)}
+	err := GetDocuments(ctx, s.Bucket.Scope(scope).Collection(coll), ids, func(id string, body json.RawMessage) error {
+		vals, err := documentValues(t, body)
+		if err != nil {
+			return fmt.Errorf("document %s: %w", id, err)
+		}
+		out = append(out, t.row(vals))
+		return nil
+	})
+	return out, err
+}
+
+// getBatch is how many documents GetDocuments asks for in one bulk operation.
+const getBatch = 1000
+
+// GetDocuments gets the documents of ids from col and calls each with the id and body of every
+// one found, in the order of ids; a missing document is skipped. It asks getBatch at a time in
+// bulk operations (one request after another on the connection, without waiting for each
+// answer): one Get at a time was a round trip per key, and a check reads every key each poll.
+// gocb's bulk operations ignore the context and, without a timeout, allow the KV timeout once
+// per operation (2.5 s × 1,000 = 41 minutes against a server that stopped answering): each is
+// bounded by the context's deadline instead (a minute without one).
+func GetDocuments(ctx context.Context, col *gocb.Collection, ids []string, each func(id string, body json.RawMessage) error) error {
+	for lo := 0; lo < len(ids); lo += getBatch {
+		gets := make([]*gocb.GetOp, 0, getBatch)
+		ops := make([]gocb.BulkOp, 0, getBatch)
+		for _, id := range ids[lo:min(lo+getBatch, len(ids))] {
+			g := &gocb.GetOp{ID: id}
 			gets, ops = append(gets, g), append(ops, g)
 		}
-		// gocb's bulk operations ignore the context and, without a timeout, allow the KV timeout
-		// once per operation: the read is bounded by the context's deadline instead.
 		timeout := time.Minute
 		if dl, ok := ctx.Deadline(); ok {
 			timeout = max(time.Until(dl), time.Second)
 		}
 		if err := col.Do(ops, &gocb.BulkOpOptions{Context: ctx, Timeout: timeout}); err != nil {
-			return nil, fmt.Errorf("bulk get of %d documents: %w", len(ops), err)
+			return fmt.Errorf("bulk get of %d documents: %w", len(ops), err)
 		}
 		for _, g := range gets {
 			if errors.Is(g.Err, gocb.ErrDocumentNotFound) {
 				continue
 			}
 			if g.Err != nil {
-				return nil, fmt.Errorf("get %s: %w", g.ID, g.Err)
+				return fmt.Errorf("get %s: %w", g.ID, g.Err)
 			}
-			var raw json.RawMessage
-			if err := g.Result.Content(&raw); err != nil {
-				return nil, fmt.Errorf("document %s: %w", g.ID, err)
+			var body json.RawMessage
+			if err := g.Result.Content(&body); err != nil {
+				return fmt.Errorf("document %s: %w", g.ID, err)
 			}
-			vals, err := documentValues(t, raw)
-			if err != nil {
-				return nil, fmt.Errorf("document %s: %w", g.ID, err)
+			if err := each(g.ID, body); err != nil {
+				return err
 			}
-			out = append(out, t.row(vals))
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // documentValues decodes a document body into one text per column of t, for Canon.
