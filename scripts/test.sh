@@ -10,8 +10,8 @@
 # beside them, the services would serve them at full priority, whatever their own nice, and the
 # end-to-end tests' waits time out.
 # Every unit package runs with the race detector (but for three volume tests of sinks/clickhouse
-# and source, see below); then the packages whose code differs with the faults tag run again with it (in the
-# low-priority group too). All groups must pass.
+# and source, see below); then the packages whose code differs with the faults tag run again
+# with it (in the low-priority group too). All groups must pass.
 #
 # E2E_PARALLEL is the end-to-end tests' -parallel, and the number of lanes they share (an
 # at-scale test or a workload test takes several: tests/lanes_test.go says how many, and why).

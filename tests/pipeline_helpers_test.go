@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 	debug.SetGCPercent(400)
 	// So may the processes it starts: the workers (each still bounded by its memory limit,
 	// --memory-limit auto), the starter CLI and the go builds of TestMain. A worker's collector
-	// was a fifth of its CPU; a run of TestPausedTableCatchesUpWithinBudget took 27.1 and 30.3
-	// worker CPU-seconds with this against 31.9 and 31.9 without, and its links 26.0 and 27.4
-	// CPU-seconds against 30.8 and 28.0 (2026-12-06). A GOGC already set is kept.
+	// was a fifth of its CPU; runs of TestPausedTableCatchesUpWithinBudget took 26.3 to 30.3
+	// worker CPU-seconds with this (four runs) against 31.9 and 31.9 without, and its links 26.0
+	// and 27.4 CPU-seconds against 30.8 and 28.0 (2026-12-06). A GOGC already set is kept.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		os.Setenv("GOGC", "400")
 	}
