@@ -56,9 +56,10 @@ workflowcheck:
 # scripts/test.sh runs the end-to-end tests of ./tests (which build their own worker binaries
 # and mostly wait on services) with, beside them at nice 19, the unit packages that use no shared
 # service; then the unit packages that use the services (beside ./tests, the services served them
-# at full priority and the end-to-end tests' waits timed out). Unit packages run with the race
-# detector (but for three volume tests of sinks/clickhouse and source: scripts/test.sh says
-# why), and FAULTS_PKGS again with the faults tag. Every step must pass.
+# at full priority and the end-to-end tests' waits timed out; their test binaries are built beside
+# ./tests, at nice 19). Unit packages run with the race detector (but for three volume tests of
+# sinks/clickhouse and source: scripts/test.sh says why), and FAULTS_PKGS again with the faults
+# tag. Every step must pass.
 # Its services are a stack of its own and its temporary files live in memory when the machine has
 # a tmpfs with room (scripts/test-dirs.sh says where, and why).
 test: tools vet workflowcheck
