@@ -62,8 +62,16 @@ workflowcheck:
 # tag. Every step must pass.
 # Its services are a stack of its own and its temporary files live in memory when the machine has
 # a tmpfs with room (scripts/test-dirs.sh says where, and why).
+# make test's services schedule their goroutines on one P (GOMAXPROCS=1; the Go ones: the
+# Temporal dev server, gocaves, weed), as do the workers and the CLI the end-to-end tests start
+# (tests/pipeline_helpers_test.go): six tests at once keep both cores busy, so a second P only
+# spun looking for work and woke threads, on machines where a context switch is dear; the
+# scheduler (findRunnable, sysmon, their sleeps) was about a quarter of the dev server's and the
+# workers' CPU in a profile during make test. In a make test run the dev server took 253
+# CPU-seconds instead of 348 (2026-12-06). make demo, make bench and a user's services keep
+# every core.
 test: tools vet workflowcheck
-	@eval "$$(scripts/test-dirs.sh)" && $(GO) run ./cmd/devstack start && \
+	@eval "$$(scripts/test-dirs.sh)" && GOMAXPROCS=1 $(GO) run ./cmd/devstack start && \
 		GO=$(GO) TEST_TIMEOUT=$(TEST_TIMEOUT) E2E_PARALLEL=$(E2E_PARALLEL) FAULTS_TAG=$(FAULTS_TAG) \
 		FAULTS_PKGS='$(FAULTS_PKGS)' scripts/test.sh
 

@@ -49,10 +49,6 @@ func (s *Stack) startCouchbase(ctx context.Context) (Info, error) {
 		fmt.Sprintf(`"$0" --mock-only 2>&1 | { dd bs=64k iflag=count_bytes count=%d status=none; echo; echo "[gocaves log capped at %d bytes by devstack]"; tail -c %d > gocaves.log.end; }`, logCapBytes, logCapBytes, logEndBytes),
 		bin)
 	cmd.Dir = dir
-	// One P, as the dev server (temporal.go): the mock's scheduler (sysmon, findRunnable) was a
-	// quarter of its CPU in a profile during make test, spinning on a machine whose cores the
-	// tests keep busy.
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	if err := spawn(cmd, logPath); err != nil {
 		return Info{}, err
 	}

@@ -80,13 +80,7 @@ func (s *Stack) startTemporal(ctx context.Context) (Info, error) {
 	}
 	logPath := filepath.Join(dir, "temporal.log")
 	cmd := exec.Command(bin, args...)
-	// One P for the server's Go scheduler (GOMAXPROCS=1): its goroutines still interleave, but no
-	// idle thread spins looking for work to steal and none is woken for each ready goroutine. With
-	// two, the scheduler (findRunnable, sysmon, the context switches of thread wake-ups) was about a
-	// quarter of its CPU in a profile during make test; the server took 253 CPU-seconds of a make
-	// test run with one against 348 with two (2026-12-06), and no test waited longer on it. A busy
-	// production cluster is configured apart.
-	cmd.Env = append(os.Environ(), "GOGC=200", "GOMAXPROCS=1")
+	cmd.Env = append(os.Environ(), "GOGC=200")
 	if err := spawn(cmd, logPath); err != nil {
 		return Info{}, err
 	}
