@@ -52,21 +52,21 @@ func TestMain(m *testing.M) {
 	// fault is dear on these virtual machines. TestHeavyWritesDuringBackfill/clickhouse: 146,000
 	// to 150,000 minor faults of its worker in three runs with this, 339,000 to 564,000 in three
 	// without (2026-12-06).
-	// And they schedule their goroutines on one P (GOMAXPROCS=1): six tests at once keep both
-	// cores busy, so a second P only spun looking for work, and woke threads, on a machine where
-	// a context switch is dear. In a profile of make test the scheduler (findRunnable, sysmon and
-	// their sleeps) was about a quarter of a worker's CPU. The workers took 264 CPU-seconds of a
-	// make test run with this (and the dev server on one P) against 356 in a run with neither
-	// this nor MADV_FREE, and ./tests 956 s against 988 to 1,052 in the three runs before
-	// (2026-12-06). The race-built unit tests keep both Ps.
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		os.Setenv("GOMAXPROCS", "1")
-	}
 	godebug := "madvdontneed=0"
 	if v := os.Getenv("GODEBUG"); v != "" {
 		godebug = v + "," + godebug
 	}
 	os.Setenv("GODEBUG", godebug)
+	// And they schedule their goroutines on one P (GOMAXPROCS=1): six tests at once keep both
+	// cores busy, so a second P only spun looking for work, and woke threads, on a machine where
+	// a context switch is dear. In a profile of make test the scheduler (findRunnable, sysmon and
+	// their sleeps) was about a quarter of a worker's CPU. The workers took 264 CPU-seconds of a
+	// make test run with this (and the dev server on one P) against 356 in a run with neither
+	// this nor MADV_FREE, and ./tests 956 to 1,022 s in three runs against 988 to 1,052 in the
+	// three before (2026-12-06). The race-built unit tests keep both Ps.
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		os.Setenv("GOMAXPROCS", "1")
+	}
 	dir, err := os.MkdirTemp("", "sluice-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
