@@ -57,9 +57,9 @@ workflowcheck:
 # and mostly wait on services) with, beside them at nice 19, the unit packages that use no shared
 # service; then the unit packages that use the services (beside ./tests, the services served them
 # at full priority and the end-to-end tests' waits timed out; their test binaries are built beside
-# ./tests, at nice 19). Unit packages run with the race detector (but for three volume tests of
-# sinks/clickhouse and source: scripts/test.sh says why), and FAULTS_PKGS again with the faults
-# tag. Every step must pass.
+# ./tests, at idle priority). Unit packages run with the race detector (but for three volume
+# tests of sinks/clickhouse and source: scripts/test.sh says why), and FAULTS_PKGS again with the
+# faults tag. Every step must pass.
 # Its services are a stack of its own and its temporary files live in memory when the machine has
 # a tmpfs with room (scripts/test-dirs.sh says where, and why).
 # make test's services schedule their goroutines on one P (GOMAXPROCS=1; the Go ones: the

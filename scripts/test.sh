@@ -8,7 +8,8 @@
 # internal/testenv nor internal/devstack): they take only CPU the end-to-end tests leave idle.
 # The unit packages that use the services, and workflows (see classify), run after ./tests:
 # beside them, the services would serve them at full priority, whatever their own nice, and the
-# end-to-end tests' waits time out. Their test binaries are built beside ./tests, at nice 19.
+# end-to-end tests' waits time out. Their test binaries are built beside ./tests, at idle
+# priority (SCHED_IDLE).
 # Every unit package runs with the race detector (but for three volume tests of sinks/clickhouse
 # and source, see below); then the packages whose code differs with the faults tag run again
 # with it (in the low-priority group too). All groups must pass.
@@ -59,19 +60,20 @@ export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-w"
 run_test() {
   local bindir=$1 pkg=$2
   shift 2
-  local importpath dir bin began rc
+  local importpath dir bin log began rc
   read -r importpath dir < <("$GO" list -f '{{.ImportPath}} {{.Dir}}' "$pkg") || return 1
   bin="$bindir/${importpath##*/}.test"
+  log="$out/${importpath//\//_}.log"
   began=$EPOCHREALTIME
   if [ "$json" -eq 1 ]; then
     (cd "$dir" && "$GO" tool test2json -t -p "$importpath" "$bin" -test.v=test2json -test.paniconexit0 \
       -test.count=1 -test.timeout="$TIMEOUT" "$@" "${binflags[@]}")
     return
   fi
-  (cd "$dir" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout="$TIMEOUT" "$@" "${binflags[@]}") > "$out/${importpath//\//_}.log" 2>&1
+  (cd "$dir" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout="$TIMEOUT" "$@" "${binflags[@]}") > "$log" 2>&1
   rc=$?
   if [ "$rc" -ne 0 ] || [ "$verbose" -eq 1 ]; then
-    cat "$out/${importpath//\//_}.log"
+    cat "$log"
   fi
   printf '%s\t%s\t%ss\n' "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" "$importpath" \
     "$(awk -v a="$began" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }')"
@@ -80,25 +82,26 @@ run_test() {
 
 # run_each N BINDIR [FLAGS...] -- PKG... runs the packages' test binaries (run_test), N at a time
 # in the order given, each printing its output when it ends; it fails when one of them failed.
+# Run it in a subshell: it counts and waits for the shell's background jobs as its own.
 run_each() {
   local n=$1 bindir=$2
   shift 2
   local flags=()
   while [ "$1" != -- ]; do flags+=("$1"); shift; done
   shift
-  local i=0 pkg rc=0
+  local i=0 pkg rc=0 run="$out/run.${bindir##*/}"
   for pkg in "$@"; do
     while [ "$(jobs -rp | wc -l)" -ge "$n" ]; do wait -n; done
     (
-      run_test "$bindir" "$pkg" "${flags[@]}" > "$out/run.$i.log" 2>&1
-      echo $? > "$out/run.$i.rc"
-      flock "$out/print.lock" cat "$out/run.$i.log"
+      run_test "$bindir" "$pkg" "${flags[@]}" > "$run.$i.log" 2>&1
+      echo $? > "$run.$i.rc"
+      flock "$out/print.lock" cat "$run.$i.log"
     ) &
     i=$((i + 1))
   done
   wait
   for ((i = 0; i < $#; i++)); do
-    [ "$(cat "$out/run.$i.rc" 2>/dev/null)" = 0 ] || rc=1
+    [ "$(cat "$run.$i.rc" 2>/dev/null)" = 0 ] || rc=1
   done
   return "$rc"
 }
@@ -204,17 +207,10 @@ built=$?
 if [ "$built" -ne 0 ]; then
   cat "$out/build.log"
 fi
-run_norace() {
-  local pkg rc=0
-  for pkg in "${norace_pkgs[@]}"; do
-    run_test "$bins/norace" "$pkg" -test.run "$norace_tests" || rc=1
-  done
-  return "$rc"
-}
 services=1
 norace=1
 if [ "$built" -eq 0 ]; then
-  run_norace > "$out/norace.log" 2>&1 &
+  (run_each 1 "$bins/norace" -test.run "$norace_tests" -- "${norace_pkgs[@]}") > "$out/norace.log" 2>&1 &
   norace_pid=$!
   (run_each 2 "$bins/race" -test.skip "$norace_tests" -- "${service_pkgs[@]}")
   services=$?

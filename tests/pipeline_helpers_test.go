@@ -62,8 +62,8 @@ func TestMain(m *testing.M) {
 	// a context switch is dear. In a profile of make test the scheduler (findRunnable, sysmon and
 	// their sleeps) was about a quarter of a worker's CPU. The workers took 264 CPU-seconds of a
 	// make test run with this (and the dev server on one P) against 356 in a run with neither
-	// this nor MADV_FREE, and ./tests 956 to 1,022 s in three runs against 988 to 1,052 in the
-	// three before (2026-12-06). The race-built unit tests keep both Ps.
+	// this nor MADV_FREE (2026-12-06); ./tests took 956 to 1,052 s in four runs with it, no
+	// shorter than 988 to 1,052 in the three before. The race-built unit tests keep both Ps.
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		os.Setenv("GOMAXPROCS", "1")
 	}
