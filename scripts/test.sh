@@ -17,7 +17,7 @@
 # E2E_PARALLEL is the end-to-end tests' -parallel, and the number of lanes they share (an
 # at-scale test or a workload test takes several: tests/lanes_test.go says how many, and why).
 #
-# Environment (the Makefile passes its own): GO (go), TEST_TIMEOUT (45m), E2E_PARALLEL (6),
+# Environment (the Makefile passes its own): GO (go), TEST_TIMEOUT (45m), E2E_PARALLEL (7),
 # FAULTS_TAG (faults), FAULTS_PKGS (./internal/faults/ ./worker/), GOTESTFLAGS (extra test flags
 # for every step, such as -json to measure durations, -v or -run X; the test binaries this script
 # runs itself get them as -test.v, -test.run X).
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 GO="${GO:-go}"
 TIMEOUT="${TEST_TIMEOUT:-45m}"
-E2E_PARALLEL="${E2E_PARALLEL:-6}"
+E2E_PARALLEL="${E2E_PARALLEL:-7}"
 read -r -a EXTRA <<< "${GOTESTFLAGS:-}"
 FAULTS_TAG="${FAULTS_TAG:-faults}"
 read -r -a FAULTS_PKGS <<< "${FAULTS_PKGS:-./internal/faults/ ./worker/}"
