@@ -5,6 +5,7 @@ import (
 	"flag"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 )
@@ -72,8 +73,14 @@ func parallelBusy(t *testing.T) (release func()) {
 func takeLanes(t *testing.T, n int64) (release func()) {
 	t.Helper()
 	t.Parallel()
+	start := time.Now()
 	if err := lanes.Acquire(context.Background(), n); err != nil {
 		t.Fatalf("taking %d of the run's %d lanes: %v", n, laneCount, err)
+	}
+	// go test counts a parallel test's time from its resumption, the wait for its lanes
+	// included: the log says how much of it was that wait.
+	if waited := time.Since(start); waited >= time.Second {
+		t.Logf("waited %s for %d of the run's %d lanes", waited.Round(100*time.Millisecond), n, laneCount)
 	}
 	return func() { lanes.Release(n) }
 }
