@@ -32,15 +32,16 @@ FAULTS_TAG="${FAULTS_TAG:-faults}"
 read -r -a FAULTS_PKGS <<< "${FAULTS_PKGS:-./internal/faults/ ./worker/}"
 MODULE="$($GO list -m)" || exit 1
 # The flags for test binaries that this script runs itself (the packages with services): -json
-# runs them under test2json, as go test -json does; every other flag is passed on with the
-# binary's -test. prefix (-v, -run X, -short, ...).
+# runs them under test2json, as go test -json does (-test.v=test2json, with or without -v);
+# -v prints their output even when they pass; every other flag is passed on with the binary's
+# -test. prefix (-run X, -short, ...).
 json=0
 verbose=0
 binflags=()
 for f in "${EXTRA[@]}"; do
   case "$f" in
     -json | --json) json=1 ;;
-    -v | --v | -v=true) verbose=1; binflags+=(-test.v) ;;
+    -v | --v | -v=true) verbose=1 ;;
     -*) binflags+=("-test.${f#"${f%%[!-]*}"}") ;;
     *) binflags+=("$f") ;;
   esac
@@ -63,14 +64,17 @@ run_test() {
   local importpath dir bin log began rc
   read -r importpath dir < <("$GO" list -f '{{.ImportPath}} {{.Dir}}' "$pkg") || return 1
   bin="$bindir/${importpath##*/}.test"
-  log="$out/${importpath//\//_}.log"
-  began=$EPOCHREALTIME
   if [ "$json" -eq 1 ]; then
     (cd "$dir" && "$GO" tool test2json -t -p "$importpath" "$bin" -test.v=test2json -test.paniconexit0 \
       -test.count=1 -test.timeout="$TIMEOUT" "$@" "${binflags[@]}")
     return
   fi
-  (cd "$dir" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout="$TIMEOUT" "$@" "${binflags[@]}") > "$log" 2>&1
+  local v=()
+  [ "$verbose" -eq 1 ] && v=(-test.v)
+  log="$out/${importpath//\//_}.log"
+  began=$EPOCHREALTIME
+  (cd "$dir" && "$bin" -test.paniconexit0 -test.count=1 -test.timeout="$TIMEOUT" "${v[@]}" "$@" \
+    "${binflags[@]}") > "$log" 2>&1
   rc=$?
   if [ "$rc" -ne 0 ] || [ "$verbose" -eq 1 ]; then
     cat "$log"

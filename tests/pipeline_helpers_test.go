@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 		godebug = v + "," + godebug
 	}
 	os.Setenv("GODEBUG", godebug)
-	// And they schedule their goroutines on one P (GOMAXPROCS=1): seven tests at once keep both
+	// And they schedule their goroutines on one P (GOMAXPROCS=1): six tests at once kept both
 	// cores busy, so a second P only spun looking for work, and woke threads, on a machine where
 	// a context switch is dear. In a profile of make test the scheduler (findRunnable, sysmon and
 	// their sleeps) was about a quarter of a worker's CPU. The workers took 264 CPU-seconds of a
