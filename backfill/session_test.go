@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // chunkRows returns the id → note of a chunk's record ("<null>" for NULL).

@@ -34,7 +34,7 @@ install_debian() {
   # promtool, for tests/deploy_metrics_test.go (`promtool check rules`, `promtool test rules`).
   command -v promtool >/dev/null || missing+=(prometheus)
   # Node.js and npm, for the ClickHouse engine of npm chdb that reads the Iceberg tables in tests
-  # (internal/testenv.NewChDB installs chdb itself into $SLUICE_CACHE).
+  # (testkit/testenv.NewChDB installs chdb itself into $SLUICE_CACHE).
   command -v node >/dev/null || missing+=(nodejs)
   command -v npm >/dev/null || missing+=(npm)
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -5,7 +5,7 @@
 # The end-to-end tests of ./tests mostly wait on the services and the workers they start, so
 # they run first, E2E_PARALLEL at a time. Beside them, at the lowest CPU priority (nice 19), run
 # the unit packages whose tests use no shared service (their test binaries import neither
-# internal/testenv nor internal/devstack): they take only CPU the end-to-end tests leave idle.
+# testkit/testenv nor testkit/devstack): they take only CPU the end-to-end tests leave idle.
 # The unit packages that use the services, and workflows (see classify), run after ./tests:
 # beside them, the services would serve them at full priority, whatever their own nice, and the
 # end-to-end tests' waits time out. Their test binaries are built beside ./tests, at idle
@@ -111,16 +111,16 @@ run_each() {
 }
 
 # Every package with its test binary's dependencies: "pkg SERVICES" for those whose tests use a
-# shared service, "pkg" for the others. internal/devstack starts services of its own. workflows
+# shared service, "pkg" for the others. testkit/devstack starts services of its own. workflows
 # runs after ./tests too: its test environment times activity heartbeats (10 s) on the wall
 # clock, and at nice 19 beside ./tests its race-built activities missed them (a make test run).
 classify() {
-  $GO list -test -f '{{if and (eq .Name "main") (not .ForTest)}}{{.ImportPath}}{{range .Deps}}{{if or (eq . "'"$MODULE"'/internal/testenv") (eq . "'"$MODULE"'/internal/devstack")}} SERVICES{{end}}{{end}}{{"\n"}}{{end}}' ./... |
+  $GO list -test -f '{{if and (eq .Name "main") (not .ForTest)}}{{.ImportPath}}{{range .Deps}}{{if or (eq . "'"$MODULE"'/testkit/testenv") (eq . "'"$MODULE"'/testkit/devstack")}} SERVICES{{end}}{{end}}{{"\n"}}{{end}}' ./... |
     awk -v mod="$MODULE" '
       $1 !~ /\.test$/ { next }
       { pkg = $1; sub(/\.test$/, "", pkg) }
       pkg == mod "/tests" { next }
-      NF > 1 || pkg == mod "/internal/devstack" || pkg == mod "/workflows" { print "services " pkg; next }
+      NF > 1 || pkg == mod "/testkit/devstack" || pkg == mod "/workflows" { print "services " pkg; next }
       { print "local " pkg }'
 }
 groups="$(classify)" || { echo "test.sh: listing the packages failed" >&2; exit 1; }

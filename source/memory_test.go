@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestLargeTransactionMemoryBounded decodes one 1,000,000-row transaction into a batch.Buffer

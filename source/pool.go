@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sluicecdc/sluice/internal/pgpools"
+	"github.com/sluicecdc/sluice/source/pgpools"
 )
 
 // Pool limits, per source database. The activities that borrow a connection run one catalog

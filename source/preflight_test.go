@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 func TestPreflightReportsEveryProblem(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

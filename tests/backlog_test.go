@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // TestRestartBacklogIsCommittedOnceRead stops a pipeline, writes while it is stopped, and starts

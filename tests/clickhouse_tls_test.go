@@ -11,9 +11,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/netfault"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	chsink "github.com/sluicecdc/sluice/sinks/clickhouse"
+	"github.com/sluicecdc/sluice/testkit/netfault"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestClickHouseOverTLS runs a pipeline into ClickHouse reached only through a TLS-terminating

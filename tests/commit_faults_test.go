@@ -14,9 +14,9 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/internal/faults"
-	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // The commit-fault pipelines backfill commitFaultSeed rows; their live writes insert ids from

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // TestConfigChangeAddsAndRemovesTablesWhileStreaming: a pipeline of three tables streams under

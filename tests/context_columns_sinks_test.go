@@ -18,9 +18,9 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	chsink "github.com/sluicecdc/sluice/sinks/clickhouse"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // ctxSeed is the number of backfilled rows in the context-column tests.

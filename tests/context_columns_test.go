@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // TestContextColumnsOnlyNamedWithPhaseAndCommitTime proves the metadata-columns paragraph on

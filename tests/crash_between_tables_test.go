@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // multiTableTxn is one source transaction touching public.a and public.b: an insert, an update

@@ -17,8 +17,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/workload"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/workload"
 )
 
 // everyTable has a column of each type without a native Arrow mapping (docs/types.md): extension

@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/iceberg"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestWorkerHealthcheckCommand runs `sluice-worker healthcheck`, the image's and compose's

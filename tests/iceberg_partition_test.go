@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestIcebergPartitionedPipeline runs a pipeline whose target is partitioned by

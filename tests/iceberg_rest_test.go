@@ -14,9 +14,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks/iceberg"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // icebergRESTExample is the sink section of examples/iceberg-s3.yaml, verbatim, and the

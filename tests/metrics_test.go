@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sluicecdc/sluice/activities"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // scrape is one read of a worker's /metrics.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
 // TestClickHouseOutageMidStream takes a private ClickHouse away for 30 seconds while the source

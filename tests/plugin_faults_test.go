@@ -10,9 +10,9 @@ import (
 
 	"github.com/sluicecdc/sluice/examples/plugins/jsonl/jsonlsink"
 	"github.com/sluicecdc/sluice/internal/faults"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks/plugin/plugintest"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // pluginKind is an example plugin the fault tests run on: start builds it and runs it as its own

@@ -16,9 +16,9 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 var (

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
 // TestPostgresRestartMidStream restarts the source server while the pipeline streams, on every

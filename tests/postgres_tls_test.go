@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestPostgresVerifyFull runs a pipeline whose source is a Postgres serving TLS with a

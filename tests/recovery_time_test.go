@@ -14,7 +14,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 
 	"github.com/sluicecdc/sluice/internal/faults"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // recoveryBound is the acceptance of issue 14: a worker killed at any point delays no table by

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/sluicecdc/sluice/activities"
-	"github.com/sluicecdc/sluice/internal/localrun"
 	"github.com/sluicecdc/sluice/staging"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestSecretFromFile runs a pipeline whose source DSN, password included, is read from a file

@@ -12,9 +12,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // sinkKind is one sink the multi-sink tests run against; dest makes a fresh destination of the

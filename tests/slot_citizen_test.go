@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/devstack"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/devstack"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // setSourceKey adds key: value under source: in the pipeline's config file (a test's way to name

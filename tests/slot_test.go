@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // slotState reads the pipeline slot's confirmed_flush_lsn and the server's current WAL position.

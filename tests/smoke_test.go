@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"gocloud.dev/blob/s3blob"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestSmokePostgresLogicalSlot proves the harness's PostgreSQL decodes WAL: a logical slot is

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/activities"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // TestStoredPositionFromAnotherSourceStops runs pipeline A into a target until it has

@@ -12,10 +12,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
-	"github.com/sluicecdc/sluice/internal/devstack"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/netfault"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/devstack"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/netfault"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/netfault"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/netfault"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestTemporalOverTLS runs a pipeline whose worker and starter reach Temporal only through

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/internal/faults"
-	"github.com/sluicecdc/sluice/internal/localrun"
-	"github.com/sluicecdc/sluice/internal/testenv"
-	"github.com/sluicecdc/sluice/internal/workload"
+	"github.com/sluicecdc/sluice/testkit/localrun"
+	"github.com/sluicecdc/sluice/testkit/testenv"
+	"github.com/sluicecdc/sluice/testkit/workload"
 	"github.com/sluicecdc/sluice/workflows"
 )
 

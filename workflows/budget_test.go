@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sluicecdc/sluice/internal/race"
 	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/staging"
+	"github.com/sluicecdc/sluice/testkit/race"
 )
 
 // The test environment does not count history events, so historyModel counts them from what the

@@ -38,9 +38,9 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/bench"
-	"github.com/sluicecdc/sluice/internal/devstack"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/bench"
+	"github.com/sluicecdc/sluice/testkit/devstack"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 type options struct {

@@ -28,8 +28,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/devstack"
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/devstack"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 const (

@@ -19,7 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
 func main() {

@@ -11,11 +11,11 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
-// benchOrdersSpec is the benchmark's public.orders (internal/bench.CreateOrders): 7 columns, the
+// benchOrdersSpec is the benchmark's public.orders (testkit/bench.CreateOrders): 7 columns, the
 // shape of the reference table in ENVIRONMENT.md.
 func benchOrdersSpec() sinks.TableSpec {
 	return sinks.TableSpec{Target: "bench.orders", Schema: batch.Schema{

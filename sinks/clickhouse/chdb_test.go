@@ -18,7 +18,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // chdbConn carries the sink's statements to a chdb session (ClickHouse 26.7 in process, which

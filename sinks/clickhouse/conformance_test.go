@@ -10,9 +10,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestConformance runs the suite every sink passes, in a fresh database of the test server; the

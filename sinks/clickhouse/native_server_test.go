@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestNativeInsertStoresWhatSlicesStored: on the test server (the compatible layout), a batch

@@ -13,8 +13,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/devstack"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
 // privateServer is a ClickHouse server of the test's own, started by devstack in a private

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestFromPostgres replicates a real Postgres table: a backfill read under an exported snapshot

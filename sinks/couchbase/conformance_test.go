@@ -9,9 +9,9 @@ import (
 
 	"github.com/couchbase/gocb/v2"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestConformance runs the suite every sink passes on gocaves; each test writes a collection of

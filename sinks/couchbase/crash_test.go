@@ -15,9 +15,9 @@ import (
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/race"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/race"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // crashEnv carries the helper's parameters (JSON crashParams) to the re-executed test binary.

@@ -16,9 +16,9 @@ import (
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestApplyUpsertsDeletesAndKeyChanges backfills, then applies inserts, updates, deletes and key

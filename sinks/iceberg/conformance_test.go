@@ -9,9 +9,9 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestConformance runs the suite every sink passes, on a sqlite catalog and a local warehouse.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // crashEnv carries the helper's parameters (JSON crashParams) to the re-executed test binary.

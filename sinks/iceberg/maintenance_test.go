@@ -9,8 +9,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/internal/race"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/testkit/race"
 )
 
 // TestMaintenanceKeepsPositionAndData compacts, rewrites manifests and expires snapshots after a

@@ -17,9 +17,9 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // event is the visible state of one key of the events table: its created_at (microseconds

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/devstack"
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/devstack"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // weedConfig is a sink configuration on the stack's SeaweedFS: its REST catalog, authenticated

@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/examples/plugins/jsonl/jsonlsink"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/plugin"
 	"github.com/sluicecdc/sluice/sinks/plugin/plugintest"
 	"github.com/sluicecdc/sluice/sinks/plugin/positionstore"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestConformance runs the sink conformance suite against this plugin through the real path:

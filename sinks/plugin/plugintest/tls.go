@@ -3,7 +3,7 @@ package plugintest
 import (
 	"testing"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TLSFiles are PEM files of a CA a test makes for itself and of a server and a client

@@ -12,10 +12,10 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/examples/plugins/jsonl/jsonlsink"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/plugin/positionstore"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // scripted is a plugin sink (the JSON Lines example's, writing real files) whose calls a test

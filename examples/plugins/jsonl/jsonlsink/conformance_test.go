@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/examples/plugins/jsonl/jsonlsink"
-	"github.com/sluicecdc/sluice/internal/testenv"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/plugin/positionstore"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestConformance runs the sink conformance suite on the JSON Lines sink in process, with its

@@ -1,5 +1,5 @@
 // Package testenv gives tests real services started by the project's service manager
-// (internal/devstack): PostgreSQL with logical decoding, the Temporal dev server, ClickHouse,
+// (testkit/devstack): PostgreSQL with logical decoding, the Temporal dev server, ClickHouse,
 // gocaves, SeaweedFS (S3 and an Iceberg REST catalog) and an in-process S3-compatible store.
 // Each helper starts its service when it is not running, returns where to reach it, and fails
 // the test with the reason when it cannot.
@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
 // startTimeout bounds starting one service, including waiting for another process that holds

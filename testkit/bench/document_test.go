@@ -175,7 +175,7 @@ func TestDocsHaveTheMethod(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(b), strings.TrimRight(MethodNotes(), "\n")) {
-		t.Fatal("docs/benchmarks.md's method section differs from internal/bench/method.md: copy it over, or run make bench")
+		t.Fatal("docs/benchmarks.md's method section differs from testkit/bench/method.md: copy it over, or run make bench")
 	}
 	if _, err := ParseKept(string(b)); err != nil {
 		t.Fatalf("docs/benchmarks.md's hand-written blocks cannot be read, so make bench would not write it: %v", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 // TestGeneratorIsReproducibleAndTracksKeys runs the same seed on two databases: they must end

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/devstack"
+	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
 // ChDBVersion is the npm chdb package the Iceberg interop tests read tables with: ClickHouse

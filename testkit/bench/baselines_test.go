@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/sluicecdc/sluice/internal/testenv"
+	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
 func TestDecimalAt2(t *testing.T) {

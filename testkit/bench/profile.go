@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicecdc/sluice/internal/localrun"
+	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
 // ProfileDirAuto asks ProfileDir for a fresh directory outside the repository.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluicecdc/sluice/internal/pgpools"
+	"github.com/sluicecdc/sluice/source/pgpools"
 )
 
 // Pools lends connections to the databases a test binary's tests read and write, by DSN. The
