@@ -91,7 +91,7 @@ func TestPausedTableCatchesUpWithinBudget(t *testing.T) {
 	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); writes++ {
 		p.exec(fmt.Sprintf(`INSERT INTO public.b VALUES (%d, 'live-%[1]d', %[1]d)`, 1000+writes),
 			fmt.Sprintf(`UPDATE public.b SET qty = qty + 1 WHERE id = %d`, 1+writes%100))
-		time.Sleep(100 * time.Millisecond)
+		pace(ctx, 100*time.Millisecond)
 	}
 	p.waitEqual("public.b", "raw.b", "id", twoTableColumns)
 	bStreamed, err := localrun.TableStatus(ctx, p.temporal, p.name, tableB, p.started)

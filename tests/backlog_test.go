@@ -71,7 +71,7 @@ func TestRestartBacklogIsCommittedOnceRead(t *testing.T) {
 
 	// After the catch-up, max_wait shapes batches again: a new row waits for it.
 	p.exec(itemsSeed(401, 401))
-	time.Sleep(time.Minute)
+	holdFor(t, time.Minute, "row 401 must not be committed within a minute of its insert, under batch.max_wait 5m")
 	got, err := icebergColumnsReader(p, "raw.items", itemColumns)(t.Context())
 	if err != nil {
 		t.Fatal(err)

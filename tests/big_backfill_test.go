@@ -29,8 +29,9 @@ func TestBigBackfillStaysWithinTheHistoryBudget(t *testing.T) {
 
 	ctx, stopWriter := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	var writes int
+	var writes writeCount
 	wg.Go(func() {
+		defer writes.finish()
 		for i := 0; ctx.Err() == nil; i++ {
 			id := (i*7919)%rows + 1
 			err := execSQL(ctx, p.dsn,
@@ -39,8 +40,8 @@ func TestBigBackfillStaysWithinTheHistoryBudget(t *testing.T) {
 			if err != nil {
 				return
 			}
-			writes++
-			time.Sleep(20 * time.Millisecond)
+			writes.add()
+			pace(ctx, 20*time.Millisecond)
 		}
 	})
 	err := localrun.WaitFor(context.Background(), "the backfill of 20,000 chunks", 20*time.Minute, 2*time.Second,
@@ -61,11 +62,11 @@ func TestBigBackfillStaysWithinTheHistoryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	backfilled := time.Since(start)
-	time.Sleep(5 * time.Second) // the writer goes on into the stream
+	writes.waitMore(t, 100, "the writer goes on into the stream")
 	stopWriter()
 	wg.Wait()
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)
-	t.Logf("%d rows in chunks of %d backfilled in %s while %d writes ran", rows, chunkRows, backfilled.Round(time.Second), writes)
+	t.Logf("%d rows in chunks of %d backfilled in %s while %d writes ran", rows, chunkRows, backfilled.Round(time.Second), writes.count())
 
 	// Every run of the table's workflow, from Temporal.
 	id := workflows.TableWorkflowID(p.name, itemsTable)

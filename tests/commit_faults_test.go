@@ -64,14 +64,16 @@ func icebergColumnsReader(p *icebergPipeline, target string, columns []string) s
 // commitFaultWriter writes rounds of inserts, updates and deletes to the source until stop
 // (or commitFaultRounds rounds). A failed statement ends it and fails the test at stop.
 type commitFaultWriter struct {
-	cancel context.CancelFunc
-	done   chan error
+	cancel     context.CancelFunc
+	done       chan error
+	writeCount // rounds written
 }
 
 func startCommitFaultWriter(p *icebergPipeline) *commitFaultWriter {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &commitFaultWriter{cancel: cancel, done: make(chan error, 1)}
 	go func() {
+		defer w.finish()
 		var err error
 		for i := 0; i < commitFaultRounds && err == nil && ctx.Err() == nil; i++ {
 			lo := commitFaultBase + i*commitFaultInserts
@@ -79,10 +81,10 @@ func startCommitFaultWriter(p *icebergPipeline) *commitFaultWriter {
 				itemsSeed(lo, lo+commitFaultInserts-1),
 				fmt.Sprintf(`UPDATE public.items SET qty = coalesce(qty, 0) + 1, name = name || '+' WHERE id %% 37 = %d`, i%37),
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d OR id = %d`, 1+i*2, 2+i*2, lo-commitFaultInserts+3))
-			select {
-			case <-ctx.Done():
-			case <-time.After(150 * time.Millisecond): // pacing, not synchronisation
+			if err == nil {
+				w.add()
 			}
+			pace(ctx, 150*time.Millisecond)
 		}
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			err = nil

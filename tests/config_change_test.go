@@ -45,7 +45,7 @@ func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
 	}
 
 	w := startWriter(t, p.dsn, "a", "b", "c", "d")
-	time.Sleep(2 * time.Second) // writes while streaming (a condition follows: equality after the writer stops)
+	w.writes.waitMore(t, 50, "writes while streaming")
 	w.stop()
 	p.waitEqual("public.a", "raw.a", "id", cols)
 	p.waitEqual("public.b", "raw.b", "id", cols)
@@ -97,16 +97,16 @@ func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
 	// A negative property, watched for a bounded time: the reader lists staging every 5 s and
 	// confirms the slot on its status updates, so without c's hold the slot would pass it well
 	// within 20 s (a and b have committed past it).
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		if confirmed := p.slotConfirmed(ctx); confirmed >= held {
-			t.Errorf("the slot is confirmed up to %s, past the change of removed table c at %s: its changes are lost to a re-add",
-				batch.Position{LSN: confirmed}, batch.Position{LSN: held})
-			// What the reader said of c then (held, and since when), for the diagnosis; reported
-			// after the failure itself, which a status that cannot be read would otherwise hide.
-			st := p.removedStatus(ctx)
-			c, listed := st.table("public.c")
-			t.Fatalf("status then: reader %q, table c %+v (listed %v)", st.Reader.State, c, listed)
-		}
+	var confirmed uint64
+	if !holdWatching(t, 20*time.Second, 500*time.Millisecond, "the slot must stay before removed table c's change",
+		func() bool { confirmed = p.slotConfirmed(ctx); return confirmed < held }) {
+		t.Errorf("the slot is confirmed up to %s, past the change of removed table c at %s: its changes are lost to a re-add",
+			batch.Position{LSN: confirmed}, batch.Position{LSN: held})
+		// What the reader said of c then (held, and since when), for the diagnosis; reported
+		// after the failure itself, which a status that cannot be read would otherwise hide.
+		st := p.removedStatus(ctx)
+		c, listed := st.table("public.c")
+		t.Fatalf("status then: reader %q, table c %+v (listed %v)", st.Reader.State, c, listed)
 	}
 	st := p.removedStatus(ctx)
 	c, ok := st.table("public.c")
@@ -115,7 +115,7 @@ func TestConfigChangeAddsAndRemovesTablesWhileStreaming(t *testing.T) {
 	}
 
 	// The others equal their sources, after the change and with the writes going on.
-	time.Sleep(2 * time.Second)
+	w.writes.waitMore(t, 50, "writes go on after the change")
 	w.stop()
 	p.waitEqual("public.a", "raw.a", "id", cols)
 	p.waitEqual("public.b", "raw.b", "id", cols)
@@ -252,6 +252,7 @@ type writer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	next   int64
+	writes writeCount // statements written
 }
 
 func startWriter(t *testing.T, dsn string, tables ...string) *writer {
@@ -264,8 +265,10 @@ func startWriter(t *testing.T, dsn string, tables ...string) *writer {
 func (w *writer) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel, w.done = cancel, make(chan struct{})
+	w.writes.restart()
 	go func() {
 		defer close(w.done)
+		defer w.writes.finish()
 		conn, err := pgx.Connect(ctx, w.dsn)
 		if err != nil {
 			w.t.Errorf("writer: %v", err)
@@ -284,14 +287,14 @@ func (w *writer) start() {
 			} else if i%11 == 0 {
 				stmt = fmt.Sprintf(`DELETE FROM %s WHERE id = %d`, tbl, rand.IntN(300)+1)
 			}
-			if _, err := conn.Exec(ctx, stmt); err != nil && ctx.Err() == nil {
-				w.t.Errorf("writer: %s: %v", stmt, err)
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				if ctx.Err() == nil {
+					w.t.Errorf("writer: %s: %v", stmt, err)
+				}
 				return
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(20 * time.Millisecond):
-			}
+			w.writes.add()
+			pace(ctx, 20*time.Millisecond)
 		}
 	}()
 }

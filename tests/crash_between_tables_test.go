@@ -113,17 +113,21 @@ func crashBetweenTwoTables(t *testing.T, sk sinkKind) {
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
+	var written writeCount
 	go func() {
+		defer written.finish()
 		var err error
 		for i := 1; i <= crashTxns && err == nil && wctx.Err() == nil; i++ {
-			err = execSQL(wctx, p.dsn, multiTableTxn(i))
-			time.Sleep(50 * time.Millisecond)
+			if err = execSQL(wctx, p.dsn, multiTableTxn(i)); err == nil {
+				written.add()
+			}
+			pace(wctx, 50*time.Millisecond)
 		}
 		done <- err
 	}()
 	split := 0
 	for i := 0; i < 3; i++ {
-		time.Sleep(1200 * time.Millisecond)
+		written.waitFor(t, int64(i+1)*crashTxns/4, "a kill while transactions touching both tables stream")
 		victim := p.notReader(live...)
 		if err := victim.Kill(); err != nil {
 			t.Fatal(err)

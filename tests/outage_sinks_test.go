@@ -71,9 +71,10 @@ var liveItemKeys = [][2]int{{200001, 200500}, {900000, 900000}}
 // delete of two rows of the previous round) until stopped or a statement fails (the comparison
 // is with what the source holds afterwards). Ids from base on are its own.
 type roundWriter struct {
-	base   int
-	cancel context.CancelFunc
-	done   chan int
+	base       int
+	cancel     context.CancelFunc
+	done       chan int
+	writeCount // rounds written
 }
 
 // roundRows is how many rows a round of roundWriter inserts.
@@ -84,6 +85,7 @@ func startRounds(dsn string, base int) *roundWriter {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &roundWriter{base: base, cancel: cancel, done: make(chan int, 1)}
 	go func() {
+		defer w.finish()
 		i := 0
 		for ; ctx.Err() == nil; i++ {
 			lo := base + i*roundRows
@@ -93,10 +95,8 @@ func startRounds(dsn string, base int) *roundWriter {
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, lo-roundRows+3, lo-roundRows+4)); err != nil {
 				break
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond): // pacing, not synchronisation
-			}
+			w.add()
+			pace(ctx, 100*time.Millisecond)
 		}
 		w.done <- i
 	}()
@@ -145,11 +145,12 @@ func waitCommitRetried(t *testing.T, p *icebergPipeline, what string) string {
 	return seen
 }
 
-// TestCouchbaseOutageMidStream makes a private gocaves unreachable for 30 seconds while the
-// source keeps writing: its process group is stopped (SIGSTOP; a restart would lose its
-// in-memory documents), so connections hang as with a frozen or partitioned server. The
-// table's CommitBatch retries visibly, and once the server runs again (SIGCONT) the table
-// catches up with nothing lost, document by document.
+// TestCouchbaseOutageMidStream makes a private gocaves unreachable while the source keeps
+// writing: its process group is stopped (SIGSTOP; a restart would lose its in-memory
+// documents), so connections hang as with a frozen or partitioned server. It stays frozen
+// until the table's CommitBatch retries visibly (about a minute: gocb's KV timeout is 30 s),
+// and once the server runs again (SIGCONT) the table catches up with nothing lost, document by
+// document.
 func TestCouchbaseOutageMidStream(t *testing.T) {
 	defer parallel(t)()
 	_, cb := privateService(t, devstack.ServiceCouchbase)
@@ -164,19 +165,18 @@ func TestCouchbaseOutageMidStream(t *testing.T) {
 	freeze := func(sig syscall.Signal) error { return syscall.Kill(-cb.PID, sig) }
 	t.Cleanup(func() { _ = freeze(syscall.SIGCONT) })
 	w := startRounds(s.p.dsn, 100000)
-	time.Sleep(2 * time.Second) // writes in flight when the server freezes
+	w.waitMore(t, 10, "writes in flight when the server freezes")
 	if err := freeze(syscall.SIGSTOP); err != nil {
 		t.Fatalf("stopping gocaves (process group %d): %v", cb.PID, err)
 	}
 	down := time.Now()
 	retried := waitCommitRetried(t, s.p, "Couchbase is frozen")
 	t.Logf("while frozen: %s", retried)
-	time.Sleep(time.Until(down.Add(30 * time.Second)))
 	if err := freeze(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("gocaves frozen for %s", time.Since(down).Round(time.Second))
-	time.Sleep(3 * time.Second) // writes go on after the outage too
+	w.waitMore(t, 10, "writes go on after the outage too")
 	written, rounds := w.stop()
 	s.know(written)
 	s.know(liveItemKeys...)
@@ -188,8 +188,9 @@ func TestCouchbaseOutageMidStream(t *testing.T) {
 
 // TestIcebergStorageOutageMidStream runs an Iceberg pipeline whose warehouse is on S3 and cuts
 // the worker's connections to the object store (a TCP proxy in front of it that refuses and
-// drops connections) for 30 seconds while the source keeps writing. The table's CommitBatch
-// retries visibly; once the store is reachable again the table catches up with nothing lost,
+// drops connections) while the source keeps writing, until the table's CommitBatch has retried
+// visibly and the table's workflow retries the failed step itself (the attempts of one
+// execution spent); once the store is reachable again the table catches up with nothing lost,
 // key by key (read back from the same catalog and bucket).
 func TestIcebergStorageOutageMidStream(t *testing.T) {
 	defer parallel(t)()
@@ -214,16 +215,16 @@ func TestIcebergStorageOutageMidStream(t *testing.T) {
 	s.waitEqual() // the backfill is on S3 and readable before the cut
 
 	w := startRounds(s.p.dsn, 100000)
-	time.Sleep(2 * time.Second)
+	w.waitMore(t, 10, "writes in flight when the object store is cut off")
 	cut := px.Cut()
 	down := time.Now()
 	t.Logf("cut %d connections to the object store", cut)
 	retried := waitCommitRetried(t, s.p, "the object store is unreachable")
 	t.Logf("while cut: %s", retried)
-	time.Sleep(time.Until(down.Add(30 * time.Second)))
+	t.Logf("then: %s", s.p.waitTableRetrying(itemsTable, "the object store is unreachable"))
 	px.Restore()
 	t.Logf("object store unreachable for %s", time.Since(down).Round(time.Second))
-	time.Sleep(3 * time.Second)
+	w.waitMore(t, 10, "writes go on after the outage too")
 	_, rounds := w.stop()
 	s.p.exec(liveItemChanges...)
 	back := time.Now()

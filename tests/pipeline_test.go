@@ -134,9 +134,14 @@ func TestWorkerKilledMidCommitLosesNothing(t *testing.T) {
 // [killInsertFrom, killInsertTo].
 const killInsertFrom, killInsertTo = 100000, 103999
 
+// killRounds is the rounds writeWhileKillingWorkers writes (100 inserts each, killInsertFrom on);
+// it kills the worker after each quarter of them.
+const killRounds = 40
+
 // writeWhileKillingWorkers starts two workers and the pipeline, waits for the backfill, then
-// writes inserts, updates and deletes for a few seconds while SIGKILLing one worker three times
-// (restarting it each time), and returns when the writes are done.
+// writes killRounds rounds of inserts, updates and deletes while SIGKILLing one worker three
+// times, after each quarter of the rounds (restarting it each time), and returns when the writes
+// are done.
 func writeWhileKillingWorkers(t *testing.T, p *icebergPipeline) {
 	t.Helper()
 	p.worker("worker-1")
@@ -147,19 +152,24 @@ func writeWhileKillingWorkers(t *testing.T, p *icebergPipeline) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
+	var written writeCount
 	go func() {
+		defer written.finish()
 		var err error
-		for i := 0; i < 40 && err == nil && ctx.Err() == nil; i++ {
+		for i := 0; i < killRounds && err == nil && ctx.Err() == nil; i++ {
 			err = execSQL(ctx, p.dsn,
 				itemsSeed(killInsertFrom+i*100, killInsertFrom+i*100+99),
 				fmt.Sprintf(`UPDATE public.items SET qty = qty + 1 WHERE id %% 40 = %d`, i),
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, 1000+i*50, 1000+i*50+9))
-			time.Sleep(100 * time.Millisecond)
+			if err == nil {
+				written.add()
+			}
+			pace(ctx, 100*time.Millisecond)
 		}
 		done <- err
 	}()
 	for i := 0; i < 3; i++ {
-		time.Sleep(1500 * time.Millisecond)
+		written.waitFor(t, int64(i+1)*killRounds/4, "a kill while the rounds are written")
 		if err := victim.Kill(); err != nil {
 			t.Fatal(err)
 		}

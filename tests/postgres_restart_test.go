@@ -41,14 +41,18 @@ func TestPostgresRestartMidStream(t *testing.T) {
 			// COMMIT errors may or may not have committed; the comparison is with what the
 			// source holds afterwards.
 			w := startRounds(s.p.dsn, 100000)
-			time.Sleep(2 * time.Second)
+			w.waitMore(t, 10, "writes in flight when the server goes away")
+			reading, err := s.p.readerAttempt(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := stack.Halt(ctx, devstack.ServicePostgres); err != nil {
 				t.Fatal(err)
 			}
 			written, rounds := w.stop()
 			s.know(written)
 			t.Logf("%d write rounds before the shutdown", rounds)
-			time.Sleep(3 * time.Second)
+			s.p.waitReaderRetried(reading, "the source is down")
 			restarted, err := stack.Ensure(ctx, devstack.ServicePostgres)
 			if err != nil {
 				t.Fatalf("restarting the private postgres: %v", err)

@@ -241,20 +241,24 @@ func killReader(t *testing.T, p *icebergPipeline, armed *localrun.Worker) {
 	if pid := p.readerPID(); pid != armed.PID() {
 		t.Fatalf("the reader runs in process %d, not the only worker %d", pid, armed.PID())
 	}
-	time.Sleep(2 * time.Second) // the reader streams: batches are staged and committed
+	st, err := localrun.TableStatus(context.Background(), p.temporal, p.name, itemsTable, p.started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitCommitted(itemsTable, st.Batches+2, "the reader streams on the armed worker: batches are staged and committed")
 	if err := armed.Kill(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// inserter inserts one row into public.items every pace from recoveryBase on, until stop.
+// inserter inserts one row into public.items every interval (every) from recoveryBase on, until stop.
 type inserter struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 }
 
-func startInserting(p *icebergPipeline, pace time.Duration) *inserter {
+func startInserting(p *icebergPipeline, every time.Duration) *inserter {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &inserter{cancel: cancel, done: make(chan error, 1)}
 	go func() {
@@ -263,10 +267,7 @@ func startInserting(p *icebergPipeline, pace time.Duration) *inserter {
 			if err = execSQL(ctx, p.dsn, itemsSeed(recoveryBase+i, recoveryBase+i)); err != nil {
 				break
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(pace): // pacing, not synchronisation
-			}
+			pace(ctx, every)
 		}
 		if ctx.Err() != nil {
 			err = nil

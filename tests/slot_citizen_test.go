@@ -214,12 +214,16 @@ func TestFastShutdownWhileHolding(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	reading, err := p.readerAttempt(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	took := pgCtlStop(t, pg, 45*time.Second)
 	t.Logf("pg_ctl stop -m fast took %s (wal_sender_timeout %s)", took.Round(time.Millisecond), timeout)
 	if took > 10*time.Second {
 		t.Fatalf("pg_ctl stop -m fast took %s with the pipeline holding its slot, want under 10 s", took.Round(time.Millisecond))
 	}
-	time.Sleep(2 * time.Second) // down for a moment: the reader retries as a source outage
+	p.waitReaderRetried(reading, "the source is down") // the reader retries as a source outage
 	restarted, err := stack.Ensure(ctx, devstack.ServicePostgres)
 	if err != nil {
 		t.Fatalf("restarting the private postgres: %v", err)

@@ -58,17 +58,17 @@ func TestSlotHoldsUncommittedAndQuietPipelineReleasesWAL(t *testing.T) {
 
 	// An uncommitted batch holds the slot.
 	p.sluice("pause", "--table", "public.items")
-	time.Sleep(time.Second) // the pause signal reaches the workflow
+	p.waitPaused(itemsTable)
 	p.exec(itemsSeed(2001, 2100))
 	_, held := slotState(ctx, t, p.dsn, slot) // past the insert's commit record
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		otherWrites(ctx)
-		confirmed, _ := slotState(ctx, t, p.dsn, slot)
-		if confirmed >= held {
-			t.Fatalf("confirmed_flush_lsn %X passed the uncommitted batch of the paused table (its commit ends before %X)", confirmed, held)
-		}
-		time.Sleep(2 * time.Second)
+	var confirmed uint64
+	if !holdWatching(t, 20*time.Second, 2*time.Second, "the slot must not confirm the paused table's uncommitted batch while other databases write",
+		func() bool {
+			otherWrites(ctx)
+			confirmed, _ = slotState(ctx, t, p.dsn, slot)
+			return confirmed < held
+		}) {
+		t.Fatalf("confirmed_flush_lsn %X passed the uncommitted batch of the paused table (its commit ends before %X)", confirmed, held)
 	}
 	p.sluice("resume", "--table", "public.items")
 	p.waitEqual("public.items", "raw.items", "id", itemColumns)

@@ -40,8 +40,9 @@ func startProxy(t *testing.T, target string) *netfault.Proxy {
 // is called, which returns the number of rounds. A round whose statement fails ends the writer
 // (the comparison is with what the source holds afterwards).
 type liveWriter struct {
-	cancel context.CancelFunc
-	done   chan int
+	cancel     context.CancelFunc
+	done       chan int
+	writeCount // rounds written
 }
 
 // startWriting starts a liveWriter on p's source; key ranges from base on are its own.
@@ -49,6 +50,7 @@ func startWriting(p *icebergPipeline, base int) *liveWriter {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &liveWriter{cancel: cancel, done: make(chan int, 1)}
 	go func() {
+		defer w.finish()
 		i := 0
 		for ; ctx.Err() == nil; i++ {
 			lo := base + i*200
@@ -58,10 +60,8 @@ func startWriting(p *icebergPipeline, base int) *liveWriter {
 				fmt.Sprintf(`DELETE FROM public.items WHERE id BETWEEN %d AND %d`, lo-190, lo-181)); err != nil {
 				break
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(150 * time.Millisecond): // pacing, not synchronisation
-			}
+			w.add()
+			pace(ctx, 150*time.Millisecond)
 		}
 		w.done <- i
 	}()
@@ -75,16 +75,7 @@ func (w *liveWriter) stop() int {
 
 // pendingCommit returns the table's pending CommitBatch activity, if any.
 func pendingCommit(ctx context.Context, p *icebergPipeline) (*workflowpb.PendingActivityInfo, error) {
-	desc, err := p.temporal.DescribeWorkflowExecution(ctx, workflows.TableWorkflowID(p.name, itemsTable), "")
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range desc.GetPendingActivities() {
-		if a.GetActivityType().GetName() == "CommitBatch" {
-			return a, nil
-		}
-	}
-	return nil, nil
+	return pendingActivity(ctx, p, workflows.TableWorkflowID(p.name, itemsTable), "CommitBatch")
 }
 
 // commitCutMidway waits until the table's CommitBatch runs on the worker and cuts the
@@ -198,9 +189,15 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 			// The writer's keys start above every key liveItemChanges writes (200001-200500, 900000),
 			// however many rounds the cuts take.
 			w := startWriting(p, 1000000)
-			const hold = 40 * time.Second // past the commit and reader heartbeat timeouts (10 s)
+			// How long a cut may last at most before both timeouts below show: the commit's
+			// and the reader's heartbeat timeouts (10 s) and their retries' first backoff.
+			const hold = 40 * time.Second
 			var retried string
 			for try := 1; retried == ""; try++ {
+				reading, err := p.readerAttempt(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
 				cut, inFlight := commitCutMidway(t, p, px)
 				cutAt := time.Now()
 				t.Logf("try %d: cut %d connections, commit still running after the cut: %v", try, cut, inFlight)
@@ -215,7 +212,7 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 					continue
 				}
 				// The server must time the in-flight commit out and schedule it again.
-				err := localrun.WaitFor(context.Background(), "CommitBatch to be timed out and rescheduled while the worker is cut off", hold, time.Second,
+				err = localrun.WaitFor(context.Background(), "CommitBatch to be timed out and rescheduled while the worker is cut off", hold, time.Second,
 					func(ctx context.Context) (bool, string, error) {
 						a, err := pendingCommit(ctx, p)
 						if err != nil || a == nil {
@@ -230,7 +227,16 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(time.Until(cutAt.Add(hold))) // keep the session down for the whole hold
+				// And the reader's: the session stays down until the server has timed out the
+				// worker's reader too.
+				err = localrun.WaitFor(context.Background(), "ReadStream to be timed out while the worker is cut off", time.Until(cutAt.Add(hold)), time.Second,
+					func(ctx context.Context) (bool, string, error) {
+						now, err := p.readerAttempt(ctx)
+						return err == nil && now != reading, now, err
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
 				if px.Live() != 0 {
 					t.Fatalf("%d connections went through the proxy while it was cut", px.Live())
 				}
@@ -244,7 +250,7 @@ func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
 			// Keep writing a little after the reconnection, then wait for the sink.
 			restored := time.Now()
 			waitReconnected(t, px)
-			time.Sleep(3 * time.Second)
+			w.waitMore(t, 10, "writes go on after the reconnection")
 			rounds := w.stop()
 			p.exec(liveItemChanges...)
 			waitEqual(p)
@@ -320,12 +326,12 @@ func temporalRestartMidStream(t *testing.T, sk sinkKind) {
 	}
 
 	w := startRounds(p.dsn, 100000)
-	time.Sleep(2 * time.Second) // let writes be in flight when the server stops
+	w.waitMore(t, 10, "writes in flight when the server stops")
 	if err := stack.Halt(ctx, devstack.ServiceTemporal); err != nil {
 		t.Fatal(err)
 	}
 	down := time.Now()
-	time.Sleep(15 * time.Second) // the outage itself
+	holdFor(t, 15*time.Second, "the Temporal server's outage, while the worker and the writes go on")
 	back, err := stack.Ensure(ctx, devstack.ServiceTemporal)
 	if err != nil {
 		t.Fatalf("restarting the private temporal: %v", err)
@@ -337,7 +343,7 @@ func temporalRestartMidStream(t *testing.T, sk sinkKind) {
 		t.Fatalf("temporal was not restarted (same pid %d)", tmp.PID)
 	}
 	t.Logf("temporal down for %s", time.Since(down).Round(time.Second))
-	time.Sleep(5 * time.Second) // writes go on after the restart too
+	w.waitMore(t, 10, "writes go on after the restart too")
 	written, rounds := w.stop()
 	s.know(written)
 	s.know(liveItemKeys...)
