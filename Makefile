@@ -13,12 +13,9 @@ GO ?= go
 export SLUICE_CACHE ?= $(HOME)/.cache/sluice
 TEST_TIMEOUT ?= 45m
 # The end-to-end tests mostly wait (backfills, heartbeat timeouts after a killed worker), so
-# seven run at once on two cores, but an at-scale test beside at most three others (the lanes of
-# tests/lanes_test.go); each has its own database, task queue and directories. (Three at once
-# took longer than four: ./tests 1489 s against 1402 s; four left the cores 20-40% idle through
-# most of the last eight minutes: make test runs of 2026-12-05; six still left them 7-24% idle
-# there, and make test took 749 and 763 s against 676 to 716 s in five runs with seven:
-# 2026-12-06.)
+# several run at once on two cores, but an at-scale test beside at most three others (the lanes
+# of tests/lanes_test.go); each has its own database, task queue and directories. Fewer at once
+# leave the cores idle while the tests wait; this many kept them busy and make test shortest.
 E2E_PARALLEL ?= 7
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 # The fault points (internal/faults) exist only in a build with this tag; nothing shipped has
@@ -66,11 +63,10 @@ workflowcheck:
 # a tmpfs with room (scripts/test-dirs.sh says where, and why).
 # make test's services schedule their goroutines on one P (GOMAXPROCS=1; the Go ones: the
 # Temporal dev server, gocaves, weed), as do the workers and the CLI the end-to-end tests start
-# (tests/pipeline_helpers_test.go): six tests at once kept both cores busy, so a second P only
-# spun looking for work and woke threads, on machines where a context switch is dear; the
+# (tests/pipeline_helpers_test.go): many tests at once keep both cores busy, so a second P only
+# spins looking for work and wakes threads, on machines where a context switch is dear; the
 # scheduler (findRunnable, sysmon, their sleeps) was about a quarter of the dev server's and the
-# workers' CPU in a profile during make test. In a make test run the dev server took 253
-# CPU-seconds instead of 348 (2026-12-06). make demo, make bench and a user's services keep
+# workers' CPU in a profile during make test. make demo, make bench and a user's services keep
 # every core.
 test: tools vet workflowcheck
 	@eval "$$(scripts/test-dirs.sh)" && GOMAXPROCS=1 $(GO) run ./cmd/devstack start && \

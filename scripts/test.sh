@@ -49,9 +49,9 @@ done
 # Every test binary (some forty per run, most of them race-built) and every worker the
 # end-to-end tests build is linked without DWARF debug information (-w): nothing here runs under a
 # debugger, and panics, race reports and profiles symbolize from the symbol table and pclntab,
-# which stay. Linking the 31 race-built unit test binaries took 242 CPU-seconds with it and 201
-# without (2026-12-06, compiles cached). It is appended to GOFLAGS, so that the go builds the
-# tests run inherit it; a build that passes -ldflags of its own (make build) keeps its own.
+# which stay, and linking without it takes less CPU. It is appended to GOFLAGS, so that the go
+# builds the tests run inherit it; a build that passes -ldflags of its own (make build) keeps its
+# own.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-ldflags=-w"
 
 # run_test BINDIR PKG [FLAGS...] runs the test binary of PKG that go test -c wrote to BINDIR in
@@ -126,9 +126,8 @@ classify() {
 groups="$(classify)" || { echo "test.sh: listing the packages failed" >&2; exit 1; }
 mapfile -t local_pkgs < <(awk '$1 == "local" { print $2 }' <<< "$groups")
 # The packages with services run two at a time (go test -p is the number of cores), in the order
-# given: the longest first, so that none of them runs alone at the end (make test runs of
-# 2026-12-05: sinks/clickhouse 171-240 s, sinks/iceberg 150-190 s, workflows 108-152 s,
-# sinks/couchbase 105-116 s, source 61-72 s, each of the others under 30 s).
+# given: the longest first (each of the others is short), so that none of them runs alone at the
+# end.
 slow_first=(sinks/clickhouse sinks/iceberg workflows sinks/couchbase source)
 mapfile -t service_pkgs < <(awk -v mod="$MODULE" -v slow="${slow_first[*]}" '
   BEGIN { n = split(slow, s, " "); for (i = 1; i <= n; i++) rank[mod "/" s[i]] = i }
@@ -159,10 +158,9 @@ events_before=$(stat -c %s "$events" 2>/dev/null || echo 0)
 
 # Three tests exist for their volume: two of ClickHouse (a 1.25-million-row batch that must stay
 # one part, five 200,000-row inserts killed midway) and one of the source (a 1,000,000-row
-# transaction decoded within a bounded heap). Under the race detector the first took 53
-# CPU-seconds where it takes 10 without, and the source's 37 where it takes 17 (measured alone,
-# 2026-12-05 and 2026-12-06, the link included), the detector's work on every access, in the
-# phase of make test where the CPU is the limit. They run without it, beside the others, each
+# transaction decoded within a bounded heap). Under the race detector they take several times
+# the CPU they take without (the detector's work on every access), in the phase of make test
+# where the CPU is the limit. They run without it, beside the others, each
 # package in a test binary of its own (so the source's heap is measured in a process where it
 # runs alone); the code they drive is raced by their packages' other tests at small sizes.
 norace_pkgs=(./sinks/clickhouse/ ./source/)
@@ -170,11 +168,10 @@ norace_tests='^(TestLargeBatchIsOnePart|TestCrashMidInsertIsAtomic|TestLargeTran
 
 # The test binaries of the packages with services are built (go test -c) while ./tests runs, and
 # run after it: linking them takes CPU the end-to-end tests leave idle (their last minutes run
-# fewer tests than lanes and wait more), where after ./tests it held up the packages' start (the
-# first started 13 to 38 s after ./tests ended; make test runs of 2026-12-06). The build runs
-# under SCHED_IDLE (chrt --idle), which gets a core only when nothing else wants it: at nice 19
-# alone it took a share of the busy cores too, and a run with it there (2026-12-06) ended the
-# phase with the services 55 s sooner but ./tests about as much later.
+# fewer tests than lanes and wait more), where after ./tests it held up the packages' start. The
+# build runs under SCHED_IDLE (chrt --idle), which gets a core only when nothing else wants it:
+# at nice 19 alone it took a share of the busy cores too, and delayed ./tests by as much as it
+# saved the packages.
 bins="$out/bin"
 idle=(nice -n 19)
 if chrt --idle 0 true 2>/dev/null; then

@@ -13,21 +13,19 @@ import (
 // The end-to-end tests share the machine's cores with the services and workers they start.
 // Go's -parallel caps how many run at once, not what they cost, and they cost very differently:
 // most spend much of their time waiting (on a worker's restart, a heartbeat timeout, a cut
-// connection's 40 seconds, a poll), while the at-scale tests keep the machine busy for minutes
-// and size their waits to the share of it they get beside three others. On two cores, four at a
-// time left the cores 20-40% idle through most of the last eight minutes of a make test run
-// (2026-12-05, vmstat), and six at a time starved TestManyTablesOnTenReplicationSlots past its
-// backfill wait (a make test run of 2026-12-05 at E2E_PARALLEL=6, before these lanes).
+// connection, a poll), while the at-scale tests keep the machine busy for minutes and size their
+// waits to the share of it they get beside three others. On two cores, few tests at a time leave
+// the cores idle while most of them wait, and many at a time starve an at-scale test past its
+// waits (TestManyTablesOnTenReplicationSlots' backfill).
 //
-// So a parallel test takes lanes, as many as the run's -parallel: parallel(t) takes one,
-// parallelHeavy(t) as many as leave room for three tests beside it (every lane at -parallel 4
-// or less, when each test has one lane as it had before), and parallelBusy(t) a third of them,
-// for the tests whose workload generator writes as fast as it can while a backfill runs: the
-// slower their backfill, the more they write (beside the 500-table test, 7,855 operations
-// where a run without it wrote 900, and that test's backfill took 7 minutes of its 10 instead
-// of 3: two make test runs of 2026-12-05). All three mark the test parallel; the lanes are held
-// until the test's function returns, so a test whose parallel subtests do the work holds none
-// while they run (`defer parallel(t)()`).
+// So a parallel test takes lanes, as many as the run's -parallel (the Makefile's E2E_PARALLEL):
+// parallel(t) takes one, parallelHeavy(t) as many as leave room for three tests beside it
+// (every lane at -parallel 4 or less, when each test has one lane), and parallelBusy(t) a third
+// of them, for the tests whose workload generator writes as fast as it can while a backfill
+// runs: the slower their backfill, the more they write (beside the 500-table test, several
+// times as much, and that test's backfill then took twice as long). All three mark the test
+// parallel; the lanes are held until the test's function returns, so a test whose parallel
+// subtests do the work holds none while they run (`defer parallel(t)()`).
 
 // lanes holds the lanes of the run; TestMain sets it once the flags are parsed.
 var lanes *semaphore.Weighted

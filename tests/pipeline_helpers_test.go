@@ -34,36 +34,28 @@ var sourceDBs localrun.Pools
 func TestMain(m *testing.M) {
 	flag.Parse()
 	setLanes()
-	// The test binary reads whole tables to compare them, and collected its small heap often:
-	// the collector's mark workers alone took 18 of its 140 CPU-seconds in a run of ./tests
-	// (2026-12-05), on the cores the pipelines it waits for share. Its heap may grow to five
-	// times the live data instead.
+	// The test binary reads whole tables to compare them and collected its small heap often, on
+	// the cores the pipelines it waits for share: its heap may grow to five times the live data
+	// instead.
 	debug.SetGCPercent(400)
 	// So may the processes it starts: the workers (each still bounded by its memory limit,
-	// --memory-limit auto), the starter CLI and the go builds of TestMain. A worker's collector
-	// was a fifth of its CPU; runs of TestPausedTableCatchesUpWithinBudget took 26.3 to 30.3
-	// worker CPU-seconds with this (four runs) against 31.9 and 31.9 without, and its links 26.0
-	// and 27.4 CPU-seconds against 30.8 and 28.0 (2026-12-06). A GOGC already set is kept.
+	// --memory-limit auto), the starter CLI and the go builds of TestMain; a worker's collector
+	// took a large share of its CPU. A GOGC already set is kept.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		os.Setenv("GOGC", "400")
 	}
 	// And they hand freed memory back to the kernel lazily (MADV_FREE): with the default
 	// (MADV_DONTNEED) a worker faulted its heap's pages in again after each return, and a page
-	// fault is dear on these virtual machines. TestHeavyWritesDuringBackfill/clickhouse: 146,000
-	// to 150,000 minor faults of its worker in three runs with this, 339,000 to 564,000 in three
-	// without (2026-12-06).
+	// fault is dear on these virtual machines.
 	godebug := "madvdontneed=0"
 	if v := os.Getenv("GODEBUG"); v != "" {
 		godebug = v + "," + godebug
 	}
 	os.Setenv("GODEBUG", godebug)
-	// And they schedule their goroutines on one P (GOMAXPROCS=1): six tests at once kept both
-	// cores busy, so a second P only spun looking for work, and woke threads, on a machine where
-	// a context switch is dear. In a profile of make test the scheduler (findRunnable, sysmon and
-	// their sleeps) was about a quarter of a worker's CPU. The workers took 264 CPU-seconds of a
-	// make test run with this (and the dev server on one P) against 356 in a run with neither
-	// this nor MADV_FREE (2026-12-06); ./tests took 956 to 1,052 s in four runs with it, no
-	// shorter than 988 to 1,052 in the three before. The race-built unit tests keep both Ps.
+	// And they schedule their goroutines on one P (GOMAXPROCS=1): with many tests at once both
+	// cores are busy, so a second P only spins looking for work, and wakes threads, on a machine
+	// where a context switch is dear (in a profile the scheduler was about a quarter of a
+	// worker's CPU). The race-built unit tests keep both Ps.
 	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
 		os.Setenv("GOMAXPROCS", "1")
 	}

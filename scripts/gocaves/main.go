@@ -4,9 +4,8 @@
 // build drops the line above). It starts the mock as gocaves' mock-only mode does (the only
 // mode Sluice uses) and prints the same {"connstr": ...} line, and then discards the mock's
 // log: gocaves logs every KV packet it receives and sends, the packet formatted with %+v, in
-// the mock's own goroutines; on the tests' load that formatting took a quarter of the mock's
-// CPU (a bulk load of 20,000 documents read five times, 2026-12-05: 7.3 CPU-seconds, with the
-// log, against 5.3 without) and 77 MB of output that devstack then had to cap. Set
+// the mock's own goroutines; on the tests' load that formatting took about a quarter of the
+// mock's CPU and tens of megabytes of output that devstack then had to cap. Set
 // GOCAVES_PACKET_LOG=1 in the environment that starts the stack to keep the log.
 package main
 
