@@ -152,9 +152,9 @@ func logReaderRecovery(t *testing.T, p *icebergPipeline, workerLog string) {
 // TestWorkerLosesTemporalConnectionWithBatchesInFlight cuts the only worker's connection to the
 // Temporal frontend (a TCP proxy in front of the real server, given to the worker alone through
 // SLUICE_TEMPORAL_ADDRESS) while a CommitBatch runs on it and the source keeps being written,
-// for longer than the commit and reader heartbeat timeouts (10 s, ShortHeartbeat). The server times
-// the in-flight commit out and schedules it again (the test sees attempt > 1 with a heartbeat
-// timeout); when the connection is restored the same worker reconnects, the batches it had been
+// until the server has timed out both the commit and the reader (their heartbeat timeouts, 10 s,
+// ShortHeartbeat). The server schedules the in-flight commit again (the test sees attempt > 1
+// with a heartbeat timeout); when the connection is restored the same worker reconnects, the batches it had been
 // delivered but not acked are redelivered and committed (or skipped as covered), the reader
 // resumes from the slot, and the sink equals the source key by key.
 func TestWorkerLosesTemporalConnectionWithBatchesInFlight(t *testing.T) {
