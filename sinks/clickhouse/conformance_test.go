@@ -83,5 +83,17 @@ func TestConformance(t *testing.T) {
 			var once sync.Once
 			s.(*Sink).afterGuard = func(ctx context.Context) { once.Do(func() { overtaken(ctx) }) }
 		},
+		DropColumn: func(t *testing.T, _ sinks.Sink, spec sinks.TableSpec, column string) {
+			if err := conn.Exec(t.Context(), "ALTER TABLE "+quote(db)+"."+quote(spec.Target)+" DROP COLUMN "+quote(column)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		HasColumn: func(t *testing.T, _ sinks.Sink, spec sinks.TableSpec, column string) bool {
+			var n uint64
+			if err := conn.QueryRow(t.Context(), "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?", db, spec.Target, column).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n > 0
+		},
 	})
 }

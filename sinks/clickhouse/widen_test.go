@@ -66,3 +66,22 @@ func TestEnsureTableWidens(t *testing.T) {
 		t.Errorf("EnsureTable with a retyped key column: %v, want poison", err)
 	}
 }
+
+// columns returns the columns of the harness's target and their types.
+func (h *harness) columns() map[string]string {
+	h.t.Helper()
+	rows, err := h.conn.Query(h.t.Context(), "SELECT name, type FROM system.columns WHERE database = ? AND table = 'orders'", h.db)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, typ string
+		if err := rows.Scan(&n, &typ); err != nil {
+			h.t.Fatal(err)
+		}
+		out[n] = typ
+	}
+	return out
+}
