@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 	})
 	sinktest.Run(t, sinktest.Harness{
 		Open: func(t *testing.T) sinks.Sink {
-			s, err := New(t.Context(), Config{Addr: addr, Database: db}, testLogger(t))
+			s, err := New(t.Context(), Config{Addr: addr, Database: db}, sinktest.Logger(t))
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}

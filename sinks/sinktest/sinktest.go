@@ -78,7 +78,7 @@ func Spec(target string) sinks.TableSpec {
 func Upsert(id int64, name string, qty int32, lsn uint64, seq uint32) batch.Change {
 	return batch.Change{
 		Op: batch.OpUpdate, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_700_000_000, 0).UTC(),
-		Values: []batch.Value{text(strconv.FormatInt(id, 10)), text(name), text(strconv.Itoa(int(qty)))},
+		Values: []batch.Value{Text(strconv.FormatInt(id, 10)), Text(name), Text(strconv.Itoa(int(qty)))},
 	}
 }
 
@@ -86,7 +86,7 @@ func Upsert(id int64, name string, qty int32, lsn uint64, seq uint32) batch.Chan
 func Delete(id int64, lsn uint64, seq uint32) batch.Change {
 	return batch.Change{
 		Op: batch.OpDelete, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_700_000_000, 0).UTC(),
-		Values: []batch.Value{text(strconv.FormatInt(id, 10)), {Null: true}, {Null: true}},
+		Values: []batch.Value{Text(strconv.FormatInt(id, 10)), {Null: true}, {Null: true}},
 	}
 }
 
@@ -96,8 +96,6 @@ func SnapshotRow(id int64, name string, qty int32, lsn uint64) batch.Change {
 	c.Op, c.CommitTS = batch.OpSnapshot, time.Time{}
 	return c
 }
-
-func text(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // Batch builds a sinks.Batch of changes with watermark hi (zero: a snapshot chunk).
 func Batch(t *testing.T, spec sinks.TableSpec, phase batch.Phase, hi batch.Position, changes ...batch.Change) sinks.Batch {
