@@ -219,6 +219,7 @@ func (h *harness) check(when string) {
 
 // position returns the sink's committed position of the harness table.
 func (h *harness) position() (batch.SourcePosition, bool) {
+	h.t.Helper()
 	return sinktest.Position(h.t, h.sink, h.spec)
 }
 

@@ -129,6 +129,7 @@ func (h *harness) diff(want map[int64]row, universe map[int64]bool) string {
 
 // position reads the committed position through the Sink interface.
 func (h *harness) position() (batch.SourcePosition, bool) {
+	h.t.Helper()
 	return sinktest.Position(h.t, h.sink, h.spec)
 }
 

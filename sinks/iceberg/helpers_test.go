@@ -116,6 +116,7 @@ func scanRows(ctx context.Context, tbl *table.Table) (map[int64]row, error) {
 
 // position reads the committed position through the Sink interface.
 func (h *harness) position() (batch.SourcePosition, bool) {
+	h.t.Helper()
 	return sinktest.Position(h.t, h.sink, h.spec)
 }
 
