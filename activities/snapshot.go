@@ -19,6 +19,7 @@ import (
 	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/staging"
 )
 
 // Snapshot holds the backfill activities. BeginSnapshot, CopyChunk and EndSnapshot run in one
@@ -45,7 +46,7 @@ type Snapshot struct {
 	Authority *Authority
 	// Partitions keeps, for a partitioned table, the partition set of each backfill's snapshot
 	// (package partitions); nil records none.
-	Partitions partitions.Store
+	Partitions staging.State
 
 	mu   sync.Mutex
 	open map[string]*backfill.Session // by exported snapshot name

@@ -12,13 +12,6 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// Store keeps a pipeline's small state documents (a *staging.Store). GetState returns an error
-// wrapping staging.ErrNotFound for a document never written.
-type Store interface {
-	GetState(ctx context.Context, pipeline, name string) ([]byte, error)
-	PutState(ctx context.Context, pipeline, name string, data []byte) error
-}
-
 // Record is a partitioned table's partition set as its sink content corresponds to it.
 type Record struct {
 	Table batch.TableName `json:"table"`
@@ -44,14 +37,14 @@ func readerName(t batch.TableName) string { return "partitions/" + t.String() + 
 // RecordSnapshot records the partition set of a backfill's snapshot as the table's base, with
 // epoch naming the snapshot. parts is the set under the snapshot (source.Snapshot.Partitions);
 // call it before the backfill's rows are committed, so the base never lags the content.
-func RecordSnapshot(ctx context.Context, store Store, pipeline string, table batch.TableName, epoch string, parts []source.Partition, now time.Time) error {
+func RecordSnapshot(ctx context.Context, store staging.State, pipeline string, table batch.TableName, epoch string, parts []source.Partition, now time.Time) error {
 	return put(ctx, store, pipeline, baseName(table), Record{Table: table, Epoch: epoch, Partitions: parts, Recorded: now})
 }
 
 // reference returns the set the table's sink content corresponds to, and the reader's record
 // when it is the one that applies (it extends the current base). ok is false when neither
 // exists: the table was never seen.
-func reference(ctx context.Context, store Store, pipeline string, table batch.TableName) (ref Record, fromReader, ok bool, err error) {
+func reference(ctx context.Context, store staging.State, pipeline string, table batch.TableName) (ref Record, fromReader, ok bool, err error) {
 	base, hasBase, err := get(ctx, store, pipeline, baseName(table))
 	if err != nil {
 		return Record{}, false, false, err
@@ -69,7 +62,7 @@ func reference(ctx context.Context, store Store, pipeline string, table batch.Ta
 	return Record{}, false, false, nil
 }
 
-func get(ctx context.Context, store Store, pipeline, name string) (Record, bool, error) {
+func get(ctx context.Context, store staging.State, pipeline, name string) (Record, bool, error) {
 	data, err := store.GetState(ctx, pipeline, name)
 	if errors.Is(err, staging.ErrNotFound) {
 		return Record{}, false, nil
@@ -84,7 +77,7 @@ func get(ctx context.Context, store Store, pipeline, name string) (Record, bool,
 	return r, true, nil
 }
 
-func put(ctx context.Context, store Store, pipeline, name string, r Record) error {
+func put(ctx context.Context, store staging.State, pipeline, name string, r Record) error {
 	if r.Partitions == nil {
 		r.Partitions = []source.Partition{}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/source"
+	"github.com/sluicecdc/sluice/staging"
 )
 
 // Policy is a table's reaction to a partition change the WAL cannot show
@@ -70,7 +71,7 @@ func (r Reaction) StopMessage() string {
 type Watcher struct {
 	Pipeline string
 	Tables   []Table
-	Store    Store
+	Store    staging.State
 	// Logger; nil discards.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.

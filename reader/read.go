@@ -122,7 +122,7 @@ type Deps struct {
 	Partitions PartitionWatch
 	// SchemaRecords, when set, keeps the schema the reader last followed per table
 	// (recordedSchemas); nil starts every run from the catalog's schemas.
-	SchemaRecords SchemaRecords
+	SchemaRecords staging.State
 }
 
 // Result reports one run.

@@ -12,13 +12,6 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// SchemaRecords keeps the pipeline's small state documents (a *staging.Store). GetState
-// returns an error wrapping staging.ErrNotFound for a document never written.
-type SchemaRecords interface {
-	GetState(ctx context.Context, pipeline, name string) ([]byte, error)
-	PutState(ctx context.Context, pipeline, name string, data []byte) error
-}
-
 // schemaRecord is the schema the reader last followed for a table: Schema from Since on, Prev
 // before it (nil when first recorded). A run starts from it instead of the catalog, so a change
 // made while no reader ran (ADD COLUMN ... DEFAULT, RENAME COLUMN, a replica identity) shows at
@@ -35,7 +28,7 @@ func schemaRecordName(table batch.TableName) string { return "schema " + table.S
 // recordedSchemas replaces each schema of cfg.Schemas (read from the catalog at the run's
 // start) with the one recorded for its table, and records the catalog's for a table without a
 // record. It returns the records.
-func recordedSchemas(ctx context.Context, cfg *Config, store SchemaRecords) (map[batch.TableName]schemaRecord, error) {
+func recordedSchemas(ctx context.Context, cfg *Config, store staging.State) (map[batch.TableName]schemaRecord, error) {
 	out := map[batch.TableName]schemaRecord{}
 	cfg.Schemas = slices.Clone(cfg.Schemas)
 	for i, s := range cfg.Schemas {
@@ -63,7 +56,7 @@ func recordedSchemas(ctx context.Context, cfg *Config, store SchemaRecords) (map
 	return out, nil
 }
 
-func putSchemaRecord(ctx context.Context, pipeline string, store SchemaRecords, rec schemaRecord) error {
+func putSchemaRecord(ctx context.Context, pipeline string, store staging.State, rec schemaRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("table %s: encoding the schema record: %w", rec.Schema.Table, err)

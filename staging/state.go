@@ -15,6 +15,14 @@ import (
 // batches skip them: they do not end in .arrow). They live here because every worker that
 // reads or backfills the pipeline reaches the staging store.
 
+// State is the pipeline's small state documents as a *Store keeps them (PutState, GetState):
+// the reader's schema records and the partition records are written through it. GetState
+// returns an error wrapping ErrNotFound for a document never written.
+type State interface {
+	GetState(ctx context.Context, pipeline, name string) ([]byte, error)
+	PutState(ctx context.Context, pipeline, name string, data []byte) error
+}
+
 // stateName is the object name of a pipeline's state document name.
 func stateName(pipeline, name string) string {
 	return pipelinePrefix(pipeline) + "_state/" + escapeName(name) + ".json"

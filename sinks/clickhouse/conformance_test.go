@@ -31,7 +31,7 @@ func TestConformance(t *testing.T) {
 	})
 	sinktest.Run(t, sinktest.Harness{
 		Open: func(t *testing.T) sinks.Sink {
-			s, err := New(t.Context(), Config{Addr: addr, Database: db}, testLogger(t))
+			s, err := New(t.Context(), Config{Addr: addr, Database: db}, sinktest.Logger(t))
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
@@ -82,6 +82,18 @@ func TestConformance(t *testing.T) {
 		Overtake: func(t *testing.T, s sinks.Sink, overtaken func(context.Context)) {
 			var once sync.Once
 			s.(*Sink).afterGuard = func(ctx context.Context) { once.Do(func() { overtaken(ctx) }) }
+		},
+		DropColumn: func(t *testing.T, _ sinks.Sink, spec sinks.TableSpec, column string) {
+			if err := conn.Exec(t.Context(), "ALTER TABLE "+quote(db)+"."+quote(spec.Target)+" DROP COLUMN "+quote(column)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		HasColumn: func(t *testing.T, _ sinks.Sink, spec sinks.TableSpec, column string) bool {
+			var n uint64
+			if err := conn.QueryRow(t.Context(), "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?", db, spec.Target, column).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n > 0
 		},
 	})
 }

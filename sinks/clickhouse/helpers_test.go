@@ -3,11 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,19 +15,13 @@ import (
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
-var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}
-
-// ordersSpec is shop.orders(id int8 key, name text, qty int4, price numeric(12,2)) with
-// __commit_ts materialized as committed_at and __op as source_op.
+// ordersSpec is orders.Spec with __op materialized as source_op too.
 func ordersSpec(target string) sinks.TableSpec {
-	return sinks.TableSpec{
-		Target:   target,
-		Schema:   sinktest.OrdersSchema(),
-		Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}, {From: "op", As: "source_op"}},
-	}
+	return orders.Spec(target, sinks.MetadataColumn{From: batch.MetaOp, As: "source_op"})
 }
 
 // row is the visible state of one key of ordersSpec's table.
@@ -41,27 +31,13 @@ type row struct {
 	Price string
 }
 
-// ins, upd, snap and del build changes of ordersSpec's table.
-func ins(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpInsert, id, name, qty)
-}
-func upd(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpUpdate, id, name, qty)
-}
-func snap(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpSnapshot, id, name, qty)
-}
-func del(id int64) batch.Change { return sinktest.OrderDelete(id) }
-
 // rekey is an update that moves old's row to key id.
 func rekey(old, id int64, name string, qty int) batch.Change {
-	c := upd(id, name, qty)
+	c := orders.Update(id, name, qty)
 	null := batch.Value{Null: true}
-	c.OldKey = []batch.Value{txt(strconv.FormatInt(old, 10)), null, null, null}
+	c.OldKey = []batch.Value{sinktest.Text(strconv.FormatInt(old, 10)), null, null, null}
 	return c
 }
-
-func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // harness is a sink on the test ClickHouse with a fresh database, a table of ordersSpec, and the
 // model of what the table must show.
@@ -80,20 +56,6 @@ type harness struct {
 	done    []sinks.Batch // committed batches, for replays
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
 // newHarness connects a sink to addr (the shared test server when empty) with a fresh database.
 func newHarness(t *testing.T, addr string) *harness {
 	t.Helper()
@@ -101,7 +63,7 @@ func newHarness(t *testing.T, addr string) *harness {
 		addr = testenv.ClickHouse(t)
 	}
 	db := testenv.RandomName("sluice_test_")
-	s, err := New(t.Context(), Config{Addr: addr, Database: db, ReadTimeout: config.Duration(30 * time.Second), DialTimeout: config.Duration(2 * time.Second)}, testLogger(t))
+	s, err := New(t.Context(), Config{Addr: addr, Database: db, ReadTimeout: config.Duration(30 * time.Second), DialTimeout: config.Duration(2 * time.Second)}, sinktest.Logger(t))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -161,8 +123,8 @@ func (h *harness) batch(phase batch.Phase, changes ...batch.Change) sinks.Batch 
 	}
 	h.t.Cleanup(rec.Release)
 	b := sinks.Batch{Spec: h.spec, Phase: phase, Record: rec,
-		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: first}},
-		Hi: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn, Seq: max(h.seq, 1) - 1}}}
+		Lo: batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: h.lsn, Seq: first}},
+		Hi: batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: h.lsn, Seq: max(h.seq, 1) - 1}}}
 	if phase == batch.PhaseSnapshot {
 		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
 	}
@@ -249,50 +211,16 @@ func (h *harness) check(when string) {
 	final := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.%s FINAL WHERE _is_deleted = 0", quote(h.db), quote(h.spec.Target))
 	view := fmt.Sprintf("SELECT id, name, qty, toString(price) FROM %s.%s", quote(h.db), quote(h.spec.Target+ViewSuffix))
 	for _, q := range []string{final, view} {
-		if d := diffRows(h.model, h.query(q)); d != "" {
+		if d := sinktest.DiffRows(h.model, h.query(q)); d != "" {
 			h.t.Fatalf("%s: %s differs from the source:\n%s", when, q, d)
 		}
 	}
 }
 
-// diffRows lists the keys whose rows differ, in key order.
-func diffRows(want, got map[int64]row) string {
-	keys := map[int64]bool{}
-	for k := range want {
-		keys[k] = true
-	}
-	for k := range got {
-		keys[k] = true
-	}
-	sorted := make([]int64, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	var b strings.Builder
-	for _, k := range sorted {
-		w, inW := want[k]
-		g, inG := got[k]
-		switch {
-		case inW && !inG:
-			fmt.Fprintf(&b, "  key %d: missing, want %+v\n", k, w)
-		case !inW && inG:
-			fmt.Fprintf(&b, "  key %d: %+v is visible but the source deleted it (or never had it)\n", k, g)
-		case w != g:
-			fmt.Fprintf(&b, "  key %d: got %+v, want %+v\n", k, g, w)
-		}
-	}
-	return b.String()
-}
-
 // position returns the sink's committed position of the harness table.
 func (h *harness) position() (batch.SourcePosition, bool) {
 	h.t.Helper()
-	p, ok, err := h.sink.Position(h.t.Context(), h.spec)
-	if err != nil {
-		h.t.Fatalf("Position: %v", err)
-	}
-	return p, ok
+	return sinktest.Position(h.t, h.sink, h.spec)
 }
 
 // count runs a count() query.

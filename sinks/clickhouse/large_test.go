@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestLargeBatchIsOnePart inserts a batch larger than the server's default
@@ -27,7 +28,7 @@ func TestLargeBatchIsOnePart(t *testing.T) {
 	for round, n := range sizes {
 		cs := make([]batch.Change, n)
 		for i := range cs {
-			cs[i] = ins(int64(next+i), "bulk", i%1000)
+			cs[i] = orders.Insert(int64(next+i), "bulk", i%1000)
 		}
 		next += n
 		b := h.batch(batch.PhaseStream, cs...)

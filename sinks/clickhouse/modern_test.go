@@ -13,6 +13,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
@@ -107,13 +108,13 @@ type modernWorkload struct {
 var commitTS = time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
 
 func (w *modernWorkload) change(op batch.Op, k rowKey, im image) batch.Change {
-	vals := []batch.Value{txt(fmt.Sprint(k.id)), txt(k.region)}
+	vals := []batch.Value{sinktest.Text(fmt.Sprint(k.id)), sinktest.Text(k.region)}
 	for _, v := range im.pg {
 		if v == nil {
 			vals = append(vals, batch.Value{Null: true})
 			continue
 		}
-		vals = append(vals, txt(*v))
+		vals = append(vals, sinktest.Text(*v))
 	}
 	return batch.Change{Op: op, Values: vals}
 }
@@ -168,8 +169,8 @@ func (w *modernWorkload) batch(phase batch.Phase, changes ...batch.Change) sinks
 	}
 	w.t.Cleanup(rec.Release)
 	b := sinks.Batch{Spec: w.spec, Phase: phase, Record: rec,
-		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: w.lsn}},
-		Hi: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: w.lsn, Seq: uint32(len(changes) - 1)}}}
+		Lo: batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: w.lsn}},
+		Hi: batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: w.lsn, Seq: uint32(len(changes) - 1)}}}
 	if phase == batch.PhaseSnapshot {
 		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
 	}
@@ -243,7 +244,7 @@ func TestModernLayoutOnChdb(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		s := &Sink{cfg: cfg, conn: conn, log: testLogger(t), tables: map[string]bool{}}
+		s := &Sink{cfg: cfg, conn: conn, log: sinktest.Logger(t), tables: map[string]bool{}}
 		if err := s.detect(ctx); err != nil {
 			t.Fatalf("detect: %v", err)
 		}

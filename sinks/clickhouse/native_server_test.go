@@ -14,6 +14,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
@@ -50,8 +51,8 @@ func TestNativeInsertStoresWhatSlicesStored(t *testing.T) {
 	changes := allTypesChanges(700, false)
 	rec := buildRecord(t, native, changes)
 	last := changes[len(changes)-1].Pos
-	lo := batch.SourcePosition{Source: testSource, Position: changes[0].Pos}
-	hi := batch.SourcePosition{Source: testSource, Position: last}
+	lo := batch.SourcePosition{Source: sinktest.Source, Position: changes[0].Pos}
+	hi := batch.SourcePosition{Source: sinktest.Source, Position: last}
 	if err := s.Apply(ctx, sinks.Batch{Spec: native, Phase: batch.PhaseStream, Record: rec, Lo: lo, Hi: hi}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // newBlock returns an empty block of l's columns, as the driver builds an insert's block from the
@@ -110,7 +112,7 @@ func derefs[T any](v []*T) []any {
 func TestNativeEncodingMatchesDriverSlices(t *testing.T) {
 	t.Parallel()
 	spec := allTypesSpec()
-	hi := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x2000000, Seq: 7}}
+	hi := batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: 0x2000000, Seq: 7}}
 	for _, modern := range []bool{true, false} {
 		l, err := newLayout(spec, "raw", "alltypes", modern)
 		if err != nil {
@@ -414,7 +416,7 @@ func TestFillRefusesAnotherType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := buildRecord(t, spec, []batch.Change{ins(1, "a", 1)})
+	rec := buildRecord(t, spec, []batch.Change{orders.Insert(1, "a", 1)})
 	cv, err := l.converter(rec, batch.SourcePosition{}, false)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/devstack"
 )
 
@@ -155,7 +156,7 @@ func TestServerOutage(t *testing.T) {
 	p := startPrivateServer(t)
 	h := newHarness(t, p.addr)
 	for i := range 5 {
-		h.apply(ins(int64(i), "before", i), upd(int64(i), "before2", i+1))
+		h.apply(orders.Insert(int64(i), "before", i), orders.Update(int64(i), "before2", i+1))
 	}
 	h.check("before the outage")
 
@@ -169,7 +170,7 @@ func TestServerOutage(t *testing.T) {
 
 	// The stream goes on: the next batch is retried until it commits, as CommitBatch's retry
 	// policy would.
-	b := h.batch(batch.PhaseStream, upd(1, "during", 100), del(2), ins(10, "new", 10))
+	b := h.batch(batch.PhaseStream, orders.Update(1, "during", 100), orders.Delete(2), orders.Insert(10, "new", 10))
 	attempts, backoff := 0, 200*time.Millisecond
 	for {
 		attempts++
@@ -202,7 +203,7 @@ func TestServerOutage(t *testing.T) {
 		t.Fatalf("position %v, want %v", pos, b.Hi)
 	}
 	for i := range 3 {
-		h.apply(ins(int64(20+i), "after", i), del(int64(3+i)))
+		h.apply(orders.Insert(int64(20+i), "after", i), orders.Delete(int64(3+i)))
 	}
 	h.check("catching up")
 }
@@ -214,12 +215,12 @@ func TestCrashMidInsertIsAtomic(t *testing.T) {
 	t.Parallel()
 	p := startPrivateServer(t)
 	h := newHarness(t, p.addr)
-	h.apply(ins(1, "seed", 1))
+	h.apply(orders.Insert(1, "seed", 1))
 	const n = 200_000
 	big := func(tag string) []batch.Change {
 		cs := make([]batch.Change, n)
 		for i := range cs {
-			cs[i] = ins(int64(1000+i), tag, i)
+			cs[i] = orders.Insert(int64(1000+i), tag, i)
 		}
 		return cs
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestRetypedColumnIsPoisonThatSaysSo: an operator changes a target column's type in ClickHouse
@@ -14,7 +15,7 @@ import (
 func TestRetypedColumnIsPoisonThatSaysSo(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	h.apply(ins(1, "a", 1))
+	h.apply(orders.Insert(1, "a", 1))
 	var want string
 	if err := h.conn.QueryRow(t.Context(), "SELECT type FROM system.columns WHERE database = ? AND table = 'orders' AND name = 'qty'", h.db).Scan(&want); err != nil {
 		t.Fatal(err)
@@ -22,7 +23,7 @@ func TestRetypedColumnIsPoisonThatSaysSo(t *testing.T) {
 	if err := h.conn.Exec(t.Context(), "ALTER TABLE "+quote(h.db)+".orders MODIFY COLUMN qty Nullable(String)"); err != nil {
 		t.Fatal(err)
 	}
-	b := h.batch(batch.PhaseStream, ins(2, "b", 2), upd(1, "a2", 3))
+	b := h.batch(batch.PhaseStream, orders.Insert(2, "b", 2), orders.Update(1, "a2", 3))
 	err := h.sink.Apply(t.Context(), b)
 	if !sinks.IsPoison(err) {
 		t.Fatalf("Apply into a retyped column: got %v, want poison", err)

@@ -8,6 +8,8 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestBackfillThenStream runs a backfill (chunks without a position, then the snapshot's
@@ -21,8 +23,8 @@ func TestBackfillThenStream(t *testing.T) {
 	}
 	// Backfill: two chunks, rows only.
 	for _, chunk := range [][]batch.Change{
-		{snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3)},
-		{snap(4, "d", 4), snap(5, "e", 5)},
+		{orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2), orders.Snapshot(3, "c", 3)},
+		{orders.Snapshot(4, "d", 4), orders.Snapshot(5, "e", 5)},
 	} {
 		b := h.batch(batch.PhaseSnapshot, chunk...)
 		if err := h.sink.Apply(t.Context(), b); err != nil {
@@ -34,7 +36,7 @@ func TestBackfillThenStream(t *testing.T) {
 	}
 	h.check("after the backfill chunks")
 	// The end of the backfill commits the snapshot's position alone.
-	end := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn}}
+	end := batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: h.lsn}}
 	if err := h.sink.Apply(t.Context(), sinks.Batch{Spec: h.spec, Phase: batch.PhaseSnapshot, Hi: end}); err != nil {
 		t.Fatalf("Apply end of snapshot: %v", err)
 	}
@@ -46,13 +48,13 @@ func TestBackfillThenStream(t *testing.T) {
 		name    string
 		changes []batch.Change
 	}{
-		{"upserts", []batch.Change{upd(1, "a2", 10), ins(6, "f", 6), upd(6, "f2", 60)}},
-		{"deletes", []batch.Change{del(2), del(6), del(99)}},
+		{"upserts", []batch.Change{orders.Update(1, "a2", 10), orders.Insert(6, "f", 6), orders.Update(6, "f2", 60)}},
+		{"deletes", []batch.Change{orders.Delete(2), orders.Delete(6), orders.Delete(99)}},
 		{"key change", []batch.Change{rekey(3, 30, "c moved", 33)}},
 		{"key change and back in one batch", []batch.Change{rekey(4, 40, "d moved", 44), rekey(40, 4, "d back", 45)}},
-		{"re-insert a deleted key", []batch.Change{ins(2, "b again", 20)}},
-		{"delete and re-insert in one batch", []batch.Change{del(5), ins(5, "e again", 50)}},
-		{"insert then delete in one batch", []batch.Change{ins(7, "g", 7), del(7)}},
+		{"re-insert a deleted key", []batch.Change{orders.Insert(2, "b again", 20)}},
+		{"delete and re-insert in one batch", []batch.Change{orders.Delete(5), orders.Insert(5, "e again", 50)}},
+		{"insert then delete in one batch", []batch.Change{orders.Insert(7, "g", 7), orders.Delete(7)}},
 	}
 	for _, s := range steps {
 		b := h.apply(s.changes...)
@@ -87,14 +89,14 @@ func TestBackfillThenStream(t *testing.T) {
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	first := h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3))
+	first := h.batch(batch.PhaseSnapshot, orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2), orders.Snapshot(3, "c", 3))
 	if err := h.sink.Apply(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
-	h.apply(upd(1, "a2", 11))
-	h.apply(del(2))
-	h.apply(ins(4, "d", 4), del(3))
-	h.apply(ins(3, "c again", 33))
+	h.apply(orders.Update(1, "a2", 11))
+	h.apply(orders.Delete(2))
+	h.apply(orders.Insert(4, "d", 4), orders.Delete(3))
+	h.apply(orders.Insert(3, "c again", 33))
 	h.check("before replays")
 	pos, _ := h.position()
 	for i, b := range h.done {
@@ -119,12 +121,12 @@ func TestReplay(t *testing.T) {
 func TestTransactionSplitOverBatches(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	h.apply(ins(1, "a", 1), ins(2, "b", 2))
-	h.apply(upd(1, "a in txn", 10), ins(3, "c in txn", 3))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2))
+	h.apply(orders.Update(1, "a in txn", 10), orders.Insert(3, "c in txn", 3))
 	h.sameTxn = true
-	h.apply(del(1), upd(3, "c later in txn", 30))
+	h.apply(orders.Delete(1), orders.Update(3, "c later in txn", 30))
 	h.sameTxn = true
-	h.apply(ins(1, "a back in txn", 100), del(2))
+	h.apply(orders.Insert(1, "a back in txn", 100), orders.Delete(2))
 	h.check("after the split transaction")
 	if err := h.conn.Exec(t.Context(), fmt.Sprintf("OPTIMIZE TABLE %s.orders FINAL", quote(h.db))); err != nil {
 		t.Fatal(err)
@@ -149,13 +151,13 @@ func TestTypesRoundTrip(t *testing.T) {
 		"2024-02-29 12:34:56.789+02", "13:05:09.12", "1 year 2 mons -3 days +04:05:06.5", `{x,"y z",NULL}`, "{1,NULL,3}"}
 	c := batch.Change{Op: batch.OpInsert}
 	for _, v := range values {
-		c.Values = append(c.Values, txt(v))
+		c.Values = append(c.Values, sinktest.Text(v))
 	}
 	null := batch.Change{Op: batch.OpInsert, Values: make([]batch.Value, len(values))}
 	for i := range null.Values {
 		null.Values[i] = batch.Value{Null: true}
 	}
-	null.Values[0], null.Values[1] = txt("8"), txt("us")
+	null.Values[0], null.Values[1] = sinktest.Text("8"), sinktest.Text("us")
 	h.apply(c, null)
 
 	q := fmt.Sprintf(`SELECT toString(small), toString(qty), toString(ratio), toString(score), toString(price), exact,
@@ -211,7 +213,7 @@ func TestOutOfRangeIsPoison(t *testing.T) {
 		for i := range c.Values {
 			c.Values[i] = batch.Value{Null: true}
 		}
-		c.Values[0], c.Values[1], c.Values[12] = txt(id), txt("eu"), txt(born)
+		c.Values[0], c.Values[1], c.Values[12] = sinktest.Text(id), sinktest.Text("eu"), sinktest.Text(born)
 		return c
 	}
 	ok := h.apply(mk("1", "1999-01-01"))
@@ -234,7 +236,7 @@ func TestOutOfRangeIsPoison(t *testing.T) {
 func TestEnsureTableEvolves(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	h.apply(ins(1, "a", 1))
+	h.apply(orders.Insert(1, "a", 1))
 	if err := h.sink.EnsureTable(t.Context(), h.spec); err != nil {
 		t.Fatalf("EnsureTable again: %v", err)
 	}
@@ -245,8 +247,8 @@ func TestEnsureTableEvolves(t *testing.T) {
 		t.Fatalf("EnsureTable with new columns: %v", err)
 	}
 	h.spec = spec
-	c := ins(2, "b", 2)
-	c.Values = append(c.Values, txt("hello"))
+	c := orders.Insert(2, "b", 2)
+	c.Values = append(c.Values, sinktest.Text("hello"))
 	b := h.apply(c)
 	var note, pos string
 	q := fmt.Sprintf("SELECT note, source_pos FROM %s.orders_current WHERE id = 2", quote(h.db))
@@ -278,8 +280,8 @@ func TestUnknownColumnIsPoison(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
 	h.spec.Schema.Columns = append(h.spec.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
-	c := ins(1, "a", 1)
-	c.Values = append(c.Values, txt("x"))
+	c := orders.Insert(1, "a", 1)
+	c.Values = append(c.Values, sinktest.Text("x"))
 	err := h.sink.Apply(t.Context(), h.batch(batch.PhaseStream, c))
 	if !sinks.IsPoison(err) {
 		t.Fatalf("Apply: got %v, want poison", err)
@@ -291,10 +293,10 @@ func TestUnknownColumnIsPoison(t *testing.T) {
 func TestDiscardSnapshot(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))); err != nil {
+	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2))); err != nil {
 		t.Fatal(err)
 	}
-	h.apply(upd(1, "a2", 2))
+	h.apply(orders.Update(1, "a2", 2))
 	for i := 0; i < 2; i++ {
 		if err := h.sink.DiscardSnapshot(t.Context(), h.spec); err != nil {
 			t.Fatalf("DiscardSnapshot #%d: %v", i+1, err)
@@ -318,7 +320,7 @@ func TestDiscardSnapshot(t *testing.T) {
 func TestPositionOfTwoSourcesIsPoison(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	h.apply(ins(1, "a", 1))
+	h.apply(orders.Insert(1, "a", 1))
 	q := fmt.Sprintf("INSERT INTO %s.orders (id, _version, _is_deleted, _sluice_marker, _sluice_position) SELECT 0, 1, 1, 1, '%s'",
 		quote(h.db), batch.SourcePosition{Source: batch.SourceID{SystemID: "other", Timeline: 1, Slot: "s"}, Position: batch.Position{LSN: 1}})
 	if err := h.conn.Exec(t.Context(), q); err != nil {
@@ -337,7 +339,7 @@ func TestModernRefusedOnOldServer(t *testing.T) {
 	if h.sink.Version().SupportsModern() {
 		t.Skipf("server %s supports the modern layout", h.sink.Version())
 	}
-	_, err := New(t.Context(), Config{Addr: h.sink.cfg.Addr, Schema: config.SchemaModern}, testLogger(t))
+	_, err := New(t.Context(), Config{Addr: h.sink.cfg.Addr, Schema: config.SchemaModern}, sinktest.Logger(t))
 	if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "upgrade the server or set sink.clickhouse.schema to compatible") {
 		t.Fatalf("New with schema modern: got %v", err)
 	}
@@ -353,7 +355,7 @@ func TestConcurrentEnsureTable(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			s, err := New(t.Context(), h.sink.cfg, testLogger(t))
+			s, err := New(t.Context(), h.sink.cfg, sinktest.Logger(t))
 			if err != nil {
 				errs <- err
 				return

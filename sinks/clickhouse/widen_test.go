@@ -7,6 +7,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestEnsureTableWidens: a column widened in the source (int → bigint, numeric(12,2) →
@@ -16,7 +18,7 @@ import (
 func TestEnsureTableWidens(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "")
-	h.apply(ins(1, "a", 7))
+	h.apply(orders.Insert(1, "a", 7))
 	wide := h.spec
 	wide.Schema.Columns = append([]batch.Column(nil), wide.Schema.Columns...)
 	wide.Schema.Columns[2] = batch.Column{Name: "qty", TypeOID: 20, TypeName: "bigint"}
@@ -33,7 +35,7 @@ func TestEnsureTableWidens(t *testing.T) {
 		}
 	}
 	h.spec = wide
-	b := h.batch(batch.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("5000000000"), txt("12345678901234.56")}})
+	b := h.batch(batch.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{sinktest.Text("2"), sinktest.Text("b"), sinktest.Text("5000000000"), sinktest.Text("12345678901234.56")}})
 	if err := h.sink.Apply(t.Context(), b); err != nil {
 		t.Fatalf("Apply after the widening: %v", err)
 	}
@@ -65,4 +67,23 @@ func TestEnsureTableWidens(t *testing.T) {
 	if err := h.sink.EnsureTable(t.Context(), rekeyed); !sinks.IsPoison(err) {
 		t.Errorf("EnsureTable with a retyped key column: %v, want poison", err)
 	}
+}
+
+// columns returns the columns of the harness's target and their types.
+func (h *harness) columns() map[string]string {
+	h.t.Helper()
+	rows, err := h.conn.Query(h.t.Context(), "SELECT name, type FROM system.columns WHERE database = ? AND table = 'orders'", h.db)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, typ string
+		if err := rows.Scan(&n, &typ); err != nil {
+			h.t.Fatal(err)
+		}
+		out[n] = typ
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // BenchmarkApply measures documents per second through Apply on gocaves: batches of 1,000 new
@@ -28,9 +29,9 @@ func BenchmarkApply(b *testing.B) {
 	for _, c := range cases {
 		b.Run(fmt.Sprintf("%s/durability=%s/concurrency=%d", c.phase, c.durability, c.concurrency), func(b *testing.B) {
 			h := newHarness(b, func(cfg *Config) { cfg.Durability, cfg.Concurrency = c.durability, c.concurrency })
-			op := ins
+			op := orders.Insert
 			if c.phase == batch.PhaseSnapshot {
-				op = snap
+				op = orders.Snapshot
 			}
 			batches := make([]sinks.Batch, b.N)
 			for i := range batches {

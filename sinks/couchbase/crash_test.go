@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/race"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
@@ -39,36 +40,36 @@ type crashParams struct {
 // keys. A snapshot-phase crash batch holds only inserts of new keys. Both processes build the
 // same batches from the same parameters.
 func crashBatches(t testing.TB, p crashParams) (before, crash sinks.Batch, want map[int64]row, universe map[int64]bool) {
-	spec := ordersSpec(p.Target)
+	spec := orders.Spec(p.Target)
 	n := int64(p.Rows)
 	want, universe = map[int64]row{}, map[int64]bool{}
 	var first, second []batch.Change
 	for id := int64(1); id <= n; id++ {
-		first = append(first, ins(id, "v1", int(id)))
+		first = append(first, orders.Insert(id, "v1", int(id)))
 		want[id], universe[id] = row{"v1", id}, true
 	}
 	if p.Phase == batch.PhaseSnapshot {
 		for id := n + 1; id <= 2*n; id++ {
-			second = append(second, snap(id, "snap", int(id)))
+			second = append(second, orders.Snapshot(id, "snap", int(id)))
 			universe[id] = true
 		}
-		return buildBatch(t, spec, batch.PhaseSnapshot, 0x1000, first...),
-			buildBatch(t, spec, batch.PhaseSnapshot, 0x2000, second...), nil, universe
+		return orders.Batch(t, spec, batch.PhaseSnapshot, 0x1000, first...),
+			orders.Batch(t, spec, batch.PhaseSnapshot, 0x2000, second...), nil, universe
 	}
 	for id := int64(1); id <= n/2; id++ {
-		second = append(second, upd(id, "v2", int(id)*10))
+		second = append(second, orders.Update(id, "v2", int(id)*10))
 		want[id] = row{"v2", id * 10}
 	}
 	for id := n/2 + 1; id <= n*3/4; id++ {
-		second = append(second, del(id))
+		second = append(second, orders.Delete(id))
 		delete(want, id)
 	}
 	for id := n + 1; id <= n+n/2; id++ {
-		second = append(second, ins(id, "new", int(id)))
+		second = append(second, orders.Insert(id, "new", int(id)))
 		want[id], universe[id] = row{"new", id}, true
 	}
-	return buildBatch(t, spec, batch.PhaseStream, 0x1000, first...),
-		buildBatch(t, spec, batch.PhaseStream, 0x2000, second...), want, universe
+	return orders.Batch(t, spec, batch.PhaseStream, 0x1000, first...),
+		orders.Batch(t, spec, batch.PhaseStream, 0x2000, second...), want, universe
 }
 
 // TestKilledMidBatch SIGKILLs a process while its Apply is writing a batch's documents, then

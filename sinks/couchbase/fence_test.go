@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 )
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
-	src := testSource.String()
+	src := sinktest.Source.String()
 	at := func(lsn uint64) batch.Position { return batch.Position{LSN: lsn, Seq: 1} }
 	fenced := func(st docState, lsn uint64, src string) docState {
 		st.xattr, st.fenced, st.fence = true, true, newFence(at(lsn).String(), src)
@@ -59,7 +60,7 @@ func TestFenceStepLosesRaces(t *testing.T) {
 	h := newHarness(t, nil)
 	ctx := t.Context()
 	col := h.sink.collection(h.tgt)
-	src := testSource.String()
+	src := sinktest.Source.String()
 	body := func(v string) []byte { return []byte(`{"name":"` + v + `"}`) }
 	op := func(key string, lsn uint64, b []byte) docOp {
 		return docOp{key: key, body: b, pos: batch.Position{LSN: lsn, Seq: 1}}

@@ -5,53 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
-
-var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}
-
-// ordersSpec is shop.orders(id int8 key, name text, qty int4, price numeric(12,2)) with
-// __commit_ts materialized as committed_at.
-func ordersSpec(target string) sinks.TableSpec {
-	return sinks.TableSpec{
-		Target:   target,
-		Schema:   sinktest.OrdersSchema(),
-		Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}},
-	}
-}
 
 // row is the visible state of one key: the document's name and qty.
 type row struct {
 	Name string
 	Qty  int64
 }
-
-// ins, upd, snap and del build changes of ordersSpec's table.
-func ins(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpInsert, id, name, qty)
-}
-func upd(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpUpdate, id, name, qty)
-}
-func snap(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpSnapshot, id, name, qty)
-}
-func del(id int64) batch.Change { return sinktest.OrderDelete(id) }
-
-func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // testConfig is the sink configuration for gocaves.
 func testConfig(t testing.TB) Config {
@@ -75,7 +45,7 @@ func newHarness(t testing.TB, edit func(*Config)) *harness {
 		edit(&cfg)
 	}
 	h := &harness{t: t, sink: openSink(t, cfg), lsn: 0x16B3748}
-	h.spec = ordersSpec(testenv.RandomName("t") + ".orders")
+	h.spec = orders.Spec(testenv.RandomName("t") + ".orders")
 	if err := h.sink.EnsureTable(t.Context(), h.spec); err != nil {
 		t.Fatalf("EnsureTable: %v", err)
 	}
@@ -88,11 +58,7 @@ func newHarness(t testing.TB, edit func(*Config)) *harness {
 
 func openSink(t testing.TB, cfg Config) *Sink {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	s, err := New(t.Context(), cfg, Options{Logger: log})
+	s, err := New(t.Context(), cfg, Options{Logger: sinktest.Logger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -100,45 +66,11 @@ func openSink(t testing.TB, cfg Config) *Sink {
 	return s
 }
 
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
-// buildBatch builds a batch of spec at commit LSN lsn (positions lsn:0, lsn:1, ...).
-func buildBatch(t testing.TB, spec sinks.TableSpec, phase batch.Phase, lsn uint64, changes ...batch.Change) sinks.Batch {
-	t.Helper()
-	for i := range changes {
-		changes[i].Pos = batch.Position{LSN: lsn, Seq: uint32(i)}
-		if changes[i].Op != batch.OpSnapshot {
-			changes[i].CommitTS = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-		}
-	}
-	rb, err := batch.NewRecordBuilder(memory.DefaultAllocator, spec.Schema)
-	if err != nil {
-		t.Fatalf("NewRecordBuilder: %v", err)
-	}
-	defer rb.Release()
-	rec, err := rb.Build(changes, time.Now())
-	if err != nil {
-		t.Fatalf("Build: %v", err)
-	}
-	t.Cleanup(rec.Release)
-	last := batch.Position{LSN: lsn, Seq: uint32(max(len(changes)-1, 0))}
-	return sinks.Batch{
-		Spec: spec, Phase: phase, Record: rec,
-		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: lsn}},
-		Hi: batch.SourcePosition{Source: testSource, Position: last},
-	}
-}
-
 // batch builds the next batch of changes (one transaction, increasing positions).
 func (h *harness) batch(phase batch.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
 	h.lsn += 0x100
-	return buildBatch(h.t, h.spec, phase, h.lsn, changes...)
+	return orders.Batch(h.t, h.spec, phase, h.lsn, changes...)
 }
 
 // apply builds and applies a batch, failing the test on error.
@@ -198,11 +130,7 @@ func (h *harness) diff(want map[int64]row, universe map[int64]bool) string {
 // position reads the committed position through the Sink interface.
 func (h *harness) position() (batch.SourcePosition, bool) {
 	h.t.Helper()
-	p, ok, err := h.sink.Position(h.t.Context(), h.spec)
-	if err != nil {
-		h.t.Fatalf("Position: %v", err)
-	}
-	return p, ok
+	return sinktest.Position(h.t, h.sink, h.spec)
 }
 
 // metaDocs counts the target's checkpoint and key-index documents.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
@@ -18,9 +20,9 @@ import (
 func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2), snap(3, "c", 3), snap(4, "d", 4), snap(5, "e", 5))
-	h.apply(batch.PhaseStream, upd(2, "b2", 20), del(3), del(4), ins(40, "d", 4), ins(6, "f", 6))
-	last := h.apply(batch.PhaseStream, del(6), ins(3, "c again", 33), upd(5, "e2", 50), del(99))
+	h.apply(batch.PhaseSnapshot, orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2), orders.Snapshot(3, "c", 3), orders.Snapshot(4, "d", 4), orders.Snapshot(5, "e", 5))
+	h.apply(batch.PhaseStream, orders.Update(2, "b2", 20), orders.Delete(3), orders.Delete(4), orders.Insert(40, "d", 4), orders.Insert(6, "f", 6))
+	last := h.apply(batch.PhaseStream, orders.Delete(6), orders.Insert(3, "c again", 33), orders.Update(5, "e2", 50), orders.Delete(99))
 
 	want := map[int64]row{1: {"a", 1}, 2: {"b2", 20}, 3: {"c again", 33}, 40: {"d", 4}, 5: {"e2", 50}}
 	universe := map[int64]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 40: true, 99: true}
@@ -61,7 +63,7 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 	for id := int64(1); id <= 300; id++ {
 		model[id] = row{"snap", id}
 		universe[id] = true
-		changes = append(changes, snap(id, "snap", int(id)))
+		changes = append(changes, orders.Snapshot(id, "snap", int(id)))
 	}
 	h.apply(batch.PhaseSnapshot, changes...)
 	for n := range 15 {
@@ -78,13 +80,13 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 			switch r := rng.IntN(10); {
 			case !exists:
 				model[id] = row{"ins", int64(n)}
-				changes = append(changes, ins(id, "ins", n))
+				changes = append(changes, orders.Insert(id, "ins", n))
 			case r < 5:
 				model[id] = row{"upd", int64(n)}
-				changes = append(changes, upd(id, "upd", n))
+				changes = append(changes, orders.Update(id, "upd", n))
 			case r < 8:
 				delete(model, id)
-				changes = append(changes, del(id))
+				changes = append(changes, orders.Delete(id))
 			default: // the key changes: delete the old key, insert the new one
 				to := rng.Int64N(1000) + 1000
 				if touched[to] || model[to] != (row{}) {
@@ -93,7 +95,7 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 				touched[to], universe[to] = true, true
 				model[to] = model[id]
 				delete(model, id)
-				changes = append(changes, del(id), ins(to, model[to].Name, int(model[to].Qty)))
+				changes = append(changes, orders.Delete(id), orders.Insert(to, model[to].Name, int(model[to].Qty)))
 			}
 		}
 		h.apply(batch.PhaseStream, changes...)
@@ -109,8 +111,8 @@ func TestRandomHistoryMatchesModel(t *testing.T) {
 func TestReplayedBatchCannotResurrect(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	insert := h.apply(batch.PhaseStream, ins(7, "k", 7))
-	deleted := h.apply(batch.PhaseStream, del(7))
+	insert := h.apply(batch.PhaseStream, orders.Insert(7, "k", 7))
+	deleted := h.apply(batch.PhaseStream, orders.Delete(7))
 
 	if err := h.sink.Apply(t.Context(), insert); err != nil {
 		t.Fatalf("re-applying the insert: %v", err)
@@ -124,7 +126,7 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 
 	// A re-cut batch spanning the committed position: rows at or below it are dropped.
 	h.lsn += 0x100
-	spanning := buildBatch(t, h.spec, batch.PhaseStream, deleted.Hi.Position.LSN, ins(7, "old", 1))
+	spanning := orders.Batch(t, h.spec, batch.PhaseStream, deleted.Hi.Position.LSN, orders.Insert(7, "old", 1))
 	spanning.Hi.Position = batch.Position{LSN: h.lsn}
 	if err := h.sink.Apply(t.Context(), spanning); err != nil {
 		t.Fatalf("applying a batch spanning the checkpoint: %v", err)
@@ -134,7 +136,7 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 	}
 
 	// A position of another source is never compared silently.
-	other := h.batch(batch.PhaseStream, ins(8, "x", 8))
+	other := h.batch(batch.PhaseStream, orders.Insert(8, "x", 8))
 	other.Hi.Source.Slot = "another_slot"
 	if err := h.sink.Apply(t.Context(), other); !sinks.IsPoison(err) {
 		t.Errorf("Apply with a position of another source: %v, want poison", err)
@@ -149,15 +151,15 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 func TestDiscardSnapshot(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
-	h.apply(batch.PhaseSnapshot, del(1), upd(2, "b2", 2), ins(3, "live", 3))
+	h.apply(batch.PhaseSnapshot, orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2))
+	h.apply(batch.PhaseSnapshot, orders.Delete(1), orders.Update(2, "b2", 2), orders.Insert(3, "live", 3))
 	// What a crash leaves after the index and documents of a batch, before its checkpoint.
 	ctx := t.Context()
 	cp, err := h.sink.readCheckpoint(ctx, h.tgt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crashed := h.batch(batch.PhaseSnapshot, snap(4, "d", 4), snap(5, "e", 5))
+	crashed := h.batch(batch.PhaseSnapshot, orders.Snapshot(4, "d", 4), orders.Snapshot(5, "e", 5))
 	l, _ := newLayout(h.spec)
 	ops, _ := l.plan(crashed.Record)
 	if _, err := h.sink.writeIndex(ctx, h.tgt, cp.IndexChunks, []string{"4", "5"}); err != nil {
@@ -182,7 +184,7 @@ func TestDiscardSnapshot(t *testing.T) {
 			t.Errorf("after discard #%d: checkpoint %v and %d index chunks left", i+1, ck, chunks)
 		}
 	}
-	b := h.apply(batch.PhaseSnapshot, snap(3, "c", 3))
+	b := h.apply(batch.PhaseSnapshot, orders.Snapshot(3, "c", 3))
 	if d := h.diff(map[int64]row{3: {"c", 3}}, universe); d != "" {
 		t.Errorf("after discard and a new snapshot:\n%s", d)
 	}
@@ -192,8 +194,8 @@ func TestDiscardSnapshot(t *testing.T) {
 
 	// A target that has streamed is emptied too (a resync): keys created in the stream phase,
 	// by an insert, by reviving a tombstone and over a deleted snapshot key, are indexed.
-	h.apply(batch.PhaseStream, ins(9, "stream", 9), del(3))
-	h.apply(batch.PhaseStream, ins(3, "again", 3), ins(1, "reborn", 1), upd(9, "s2", 9))
+	h.apply(batch.PhaseStream, orders.Insert(9, "stream", 9), orders.Delete(3))
+	h.apply(batch.PhaseStream, orders.Insert(3, "again", 3), orders.Insert(1, "reborn", 1), orders.Update(9, "s2", 9))
 	universe[9] = true
 	if d := h.diff(map[int64]row{1: {"reborn", 1}, 3: {"again", 3}, 9: {"s2", 9}}, universe); d != "" {
 		t.Fatalf("while streaming:\n%s", d)
@@ -209,7 +211,7 @@ func TestDiscardSnapshot(t *testing.T) {
 	}
 
 	// A target that began streaming under a version that retired the index cannot be emptied.
-	old := h.apply(batch.PhaseStream, ins(5, "old", 5))
+	old := h.apply(batch.PhaseStream, orders.Insert(5, "old", 5))
 	cp, err = h.sink.readCheckpoint(ctx, h.tgt)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +230,7 @@ func TestDiscardSnapshot(t *testing.T) {
 func TestInterruptedDiscardIsFinished(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
+	h.apply(batch.PhaseSnapshot, orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2))
 	cp, err := h.sink.readCheckpoint(t.Context(), h.tgt)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +243,7 @@ func TestInterruptedDiscardIsFinished(t *testing.T) {
 	if p, ok := h.position(); ok {
 		t.Errorf("Position during a discard = %s, want none", p)
 	}
-	b := h.apply(batch.PhaseSnapshot, snap(3, "c", 3))
+	b := h.apply(batch.PhaseSnapshot, orders.Snapshot(3, "c", 3))
 	if d := h.diff(map[int64]row{3: {"c", 3}}, map[int64]bool{1: true, 2: true, 3: true}); d != "" {
 		t.Errorf("after Apply on an interrupted discard:\n%s", d)
 	}
@@ -254,10 +256,10 @@ func TestInterruptedDiscardIsFinished(t *testing.T) {
 func TestPoison(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(batch.PhaseStream, ins(1, "a", 1))
+	h.apply(batch.PhaseStream, orders.Insert(1, "a", 1))
 
 	t.Run("document too large", func(t *testing.T) {
-		big := h.batch(batch.PhaseStream, ins(2, "ok", 2), ins(3, strings.Repeat("x", maxDocSize), 3))
+		big := h.batch(batch.PhaseStream, orders.Insert(2, "ok", 2), orders.Insert(3, strings.Repeat("x", maxDocSize), 3))
 		err := h.sink.Apply(t.Context(), big)
 		if !sinks.IsPoison(err) || !strings.Contains(err.Error(), "shop.orders") || !strings.Contains(err.Error(), `"3"`) {
 			t.Fatalf("Apply: %v; want poison naming the table and the key", err)
@@ -270,7 +272,7 @@ func TestPoison(t *testing.T) {
 		"target with three parts": "a.b.c", "target starting with _": "_x", "metadata collection": "sluice_meta",
 	} {
 		t.Run(name, func(t *testing.T) {
-			spec := ordersSpec(target)
+			spec := orders.Spec(target)
 			if err := h.sink.EnsureTable(t.Context(), spec); !sinks.IsPoison(err) {
 				t.Fatalf("EnsureTable(%s): %v, want poison", target, err)
 			} else {
@@ -285,7 +287,7 @@ func TestPoison(t *testing.T) {
 func TestEnsureTableIdempotent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	added := ordersSpec(h.spec.Target)
+	added := orders.Spec(h.spec.Target)
 	added.Schema.Columns = append(added.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
 	for _, spec := range []sinks.TableSpec{h.spec, added} {
 		if err := h.sink.EnsureTable(t.Context(), spec); err != nil {
@@ -302,7 +304,7 @@ func TestEnsureTableIdempotent(t *testing.T) {
 		}
 	}
 	h.spec = added
-	h.apply(batch.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("2"), txt("2.00"), txt("hi")}})
+	h.apply(batch.PhaseStream, batch.Change{Op: batch.OpInsert, Values: []batch.Value{sinktest.Text("2"), sinktest.Text("b"), sinktest.Text("2"), sinktest.Text("2.00"), sinktest.Text("hi")}})
 	if doc, _ := h.doc(2); doc["note"] != "hi" {
 		t.Errorf("document 2 = %v, want note hi", doc)
 	}
@@ -318,7 +320,7 @@ func TestSnapshotChunks(t *testing.T) {
 	chunk := func(from, to int64, name string) sinks.Batch {
 		var changes []batch.Change
 		for id := from; id <= to; id++ {
-			changes = append(changes, snap(id, name, int(id)))
+			changes = append(changes, orders.Snapshot(id, name, int(id)))
 		}
 		b := h.batch(batch.PhaseSnapshot, changes...)
 		b.Lo, b.Hi = batch.SourcePosition{}, batch.SourcePosition{}
@@ -364,7 +366,7 @@ func TestSnapshotChunks(t *testing.T) {
 	if p, ok := h.position(); !ok || p != end.Hi {
 		t.Fatalf("Position after the snapshot's end = %v, %v; want %s", p, ok, end.Hi)
 	}
-	h.apply(batch.PhaseStream, del(1), upd(2, "live", 2))
+	h.apply(batch.PhaseStream, orders.Delete(1), orders.Update(2, "live", 2))
 	delete(want, 1)
 	want[2] = row{"live", 2}
 	if d := h.diff(want, universe); d != "" {
@@ -381,13 +383,13 @@ func TestSnapshotChunks(t *testing.T) {
 func TestMissingCollectionForgetsCheckpoint(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(batch.PhaseStream, ins(1, "a", 1))
-	stale := ordersSpec(h.tgt.scope + ".dropped")
+	h.apply(batch.PhaseStream, orders.Insert(1, "a", 1))
+	stale := orders.Spec(h.tgt.scope + ".dropped")
 	st, err := h.sink.parseTarget(stale)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pos := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x5000}}
+	pos := batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: 0x5000}}
 	if _, err := h.sink.writeCheckpoint(t.Context(), st, stored{}, checkpoint{Position: &pos, Streaming: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +410,7 @@ func TestPositionBeforeEnsureTable(t *testing.T) {
 	t.Parallel()
 	s := openSink(t, testConfig(t))
 	start := time.Now()
-	p, ok, err := s.Position(t.Context(), ordersSpec(testenv.RandomName("t")+".orders"))
+	p, ok, err := s.Position(t.Context(), orders.Spec(testenv.RandomName("t")+".orders"))
 	if err != nil || ok {
 		t.Errorf("Position = %v, %v, %v; want none", p, ok, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestSettingsFromConfigFile loads a config file with the three table settings of
@@ -70,7 +71,7 @@ tables: [{source: shop.orders, target: raw.orders}]
 		t.Errorf("maintenance expires snapshots after %s, want expire_snapshots_after 36h", got)
 	}
 	// The writer reads the level from the table: a batch writes with it.
-	h.apply(ins(1, "a", 1), ins(2, "b", 2))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2))
 	if got := h.rows(); len(got) != 2 {
 		t.Errorf("rows %v, want 2", got)
 	}

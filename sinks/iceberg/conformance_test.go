@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
@@ -31,13 +32,9 @@ func TestConformance(t *testing.T) {
 		},
 		Target: func(t *testing.T) string { return "conf." + testenv.RandomName("t_") },
 		Read: func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, _ []int64) map[int64]sinktest.Row {
-			ident, _ := identifier(spec.Target)
-			tbl, err := s.(*Sink).Catalog().LoadTable(context.Background(), ident)
-			if errors.Is(err, catalog.ErrNoSuchTable) {
+			tbl, ok := loadTable(t, s, spec)
+			if !ok {
 				return map[int64]sinktest.Row{}
-			}
-			if err != nil {
-				t.Fatalf("LoadTable %s: %v", spec.Target, err)
 			}
 			rows, err := scanRows(context.Background(), tbl)
 			if err != nil {
@@ -53,5 +50,40 @@ func TestConformance(t *testing.T) {
 			var once sync.Once
 			s.(*Sink).beforeCommit = func(ctx context.Context) { once.Do(func() { overtaken(ctx) }) }
 		},
+		DropColumn: func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, column string) {
+			tbl, ok := loadTable(t, s, spec)
+			if !ok {
+				t.Fatalf("table %s does not exist", spec.Target)
+			}
+			tx := tbl.NewTransaction()
+			if err := tx.UpdateSchema(true, false).DeleteColumn([]string{column}).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Commit(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		},
+		HasColumn: func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, column string) bool {
+			tbl, ok := loadTable(t, s, spec)
+			if !ok {
+				t.Fatalf("table %s does not exist", spec.Target)
+			}
+			_, has := tbl.Schema().FindFieldByName(column)
+			return has
+		},
 	})
+}
+
+// loadTable loads spec's target from s's catalog; ok is false when it does not exist.
+func loadTable(t *testing.T, s sinks.Sink, spec sinks.TableSpec) (tbl *table.Table, ok bool) {
+	t.Helper()
+	ident, _ := identifier(spec.Target)
+	tbl, err := s.(*Sink).Catalog().LoadTable(context.Background(), ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("LoadTable %s: %v", spec.Target, err)
+	}
+	return tbl, true
 }

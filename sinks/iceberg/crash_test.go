@@ -8,6 +8,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
@@ -33,19 +35,19 @@ func crashBatches(h *harness) (before, crash sinks.Batch, beforeRows, want map[i
 	beforeRows, want = map[int64]row{}, map[int64]row{}
 	var first, second []batch.Change
 	for id := int64(1); id <= crashRows; id++ {
-		first = append(first, ins(id, "v1", int(id)))
+		first = append(first, orders.Insert(id, "v1", int(id)))
 		beforeRows[id], want[id] = row{"v1", id}, row{"v1", id}
 	}
 	for id := int64(1); id <= crashRows/2; id++ {
-		second = append(second, upd(id, "v2", int(id)*10))
+		second = append(second, orders.Update(id, "v2", int(id)*10))
 		want[id] = row{"v2", id * 10}
 	}
 	for id := int64(crashRows/2 + 1); id <= crashRows*3/4; id++ {
-		second = append(second, del(id))
+		second = append(second, orders.Delete(id))
 		delete(want, id)
 	}
 	for id := int64(crashRows + 1); id <= crashRows*3/2; id++ {
-		second = append(second, ins(id, "new", int(id)))
+		second = append(second, orders.Insert(id, "new", int(id)))
 		want[id] = row{"new", id}
 	}
 	return h.batch(batch.PhaseStream, first...), h.batch(batch.PhaseStream, second...), beforeRows, want
@@ -97,7 +99,7 @@ func TestKilledMidCommit(t *testing.T) {
 				if !ok || pos != before.Hi {
 					t.Fatalf("killed before the commit, Position = %v, %v; want the previous batch's %s", pos, ok, before.Hi)
 				}
-				if d := diffRows(beforeRows, rows); d != "" {
+				if d := sinktest.DiffRows(beforeRows, rows); d != "" {
 					t.Fatalf("killed before the commit, part of the killed batch is visible:\n%.2000s", d)
 				}
 				if onDisk <= liveBefore {
@@ -107,7 +109,7 @@ func TestKilledMidCommit(t *testing.T) {
 				if !ok || pos != crash.Hi {
 					t.Fatalf("killed after the commit, Position = %v, %v; want the killed batch's %s", pos, ok, crash.Hi)
 				}
-				if d := diffRows(want, rows); d != "" {
+				if d := sinktest.DiffRows(want, rows); d != "" {
 					t.Fatalf("killed after the commit, the rows are not the killed batch's:\n%.2000s", d)
 				}
 			}
@@ -118,7 +120,7 @@ func TestKilledMidCommit(t *testing.T) {
 			if err := h.sink.Apply(t.Context(), crash); err != nil {
 				t.Fatalf("Apply after the kill: %v", err)
 			}
-			if d := diffRows(want, h.rows()); d != "" {
+			if d := sinktest.DiffRows(want, h.rows()); d != "" {
 				t.Errorf("after re-applying the killed batch:\n%.2000s", d)
 			}
 			if pos, ok := h.position(); !ok || pos != crash.Hi {
@@ -143,7 +145,7 @@ func TestKilledMidCommit(t *testing.T) {
 			if tc.beforeCommit && res.RemovedOrphanFiles == 0 {
 				t.Errorf("orphan removal removed nothing; the killed attempt's files remain")
 			}
-			if d := diffRows(want, h.rows()); d != "" {
+			if d := sinktest.DiffRows(want, h.rows()); d != "" {
 				t.Errorf("after orphan removal:\n%.2000s", d)
 			}
 		})

@@ -3,53 +3,24 @@ package iceberg
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
-
-var testSource = batch.SourceID{SystemID: "7300000000000000001", Timeline: 1, Slot: "sluice_test"}
-
-// ordersSpec is shop.orders(id int8 key, name text, qty int4, price numeric(12,2)) with
-// __commit_ts materialized as committed_at.
-func ordersSpec(target string) sinks.TableSpec {
-	return sinks.TableSpec{
-		Target:   target,
-		Schema:   sinktest.OrdersSchema(),
-		Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}},
-	}
-}
 
 // row is the visible state of one key in a test table.
 type row struct {
 	Name string
 	Qty  int64
 }
-
-// ins, upd, snap and del build changes of ordersSpec's table.
-func ins(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpInsert, id, name, qty)
-}
-func upd(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpUpdate, id, name, qty)
-}
-func snap(id int64, name string, qty int) batch.Change {
-	return sinktest.OrderChange(batch.OpSnapshot, id, name, qty)
-}
-func del(id int64) batch.Change { return sinktest.OrderDelete(id) }
-
-func txt(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // harness is a sink on a fresh sqlite catalog and local warehouse, or on cfg when given.
 type harness struct {
@@ -68,52 +39,23 @@ func newHarness(t testing.TB, cfg *Config) *harness {
 			Warehouse: "file://" + filepath.Join(dir, "warehouse"),
 		}
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	s, err := New(t.Context(), *cfg, Options{Logger: log})
+	s, err := New(t.Context(), *cfg, Options{Logger: sinktest.Logger(t)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	h := &harness{t: t, sink: s, spec: ordersSpec("raw.orders"), lsn: 0x16B3748}
+	h := &harness{t: t, sink: s, spec: orders.Spec("raw.orders"), lsn: 0x16B3748}
 	if err := s.EnsureTable(t.Context(), h.spec); err != nil {
 		t.Fatalf("EnsureTable: %v", err)
 	}
 	return h
 }
 
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
-
 // batch builds the next batch of changes (one transaction, increasing positions).
 func (h *harness) batch(phase batch.Phase, changes ...batch.Change) sinks.Batch {
 	h.t.Helper()
 	h.lsn += 0x100
-	for i := range changes {
-		changes[i].Pos = batch.Position{LSN: h.lsn, Seq: uint32(i)}
-		if changes[i].Op != batch.OpSnapshot {
-			changes[i].CommitTS = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-		}
-	}
-	rb, err := batch.NewRecordBuilder(memory.DefaultAllocator, h.spec.Schema)
-	if err != nil {
-		h.t.Fatalf("NewRecordBuilder: %v", err)
-	}
-	defer rb.Release()
-	rec, err := rb.Build(changes, time.Now())
-	if err != nil {
-		h.t.Fatalf("Build: %v", err)
-	}
-	h.t.Cleanup(rec.Release)
-	last := batch.Position{LSN: h.lsn, Seq: uint32(max(len(changes)-1, 0))}
-	return sinks.Batch{
-		Spec: h.spec, Phase: phase, Record: rec,
-		Lo: batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: h.lsn}},
-		Hi: batch.SourcePosition{Source: testSource, Position: last},
-	}
+	return orders.Batch(h.t, h.spec, phase, h.lsn, changes...)
 }
 
 // apply builds and applies a stream batch, failing the test on error.
@@ -175,11 +117,7 @@ func scanRows(ctx context.Context, tbl *table.Table) (map[int64]row, error) {
 // position reads the committed position through the Sink interface.
 func (h *harness) position() (batch.SourcePosition, bool) {
 	h.t.Helper()
-	p, ok, err := h.sink.Position(h.t.Context(), h.spec)
-	if err != nil {
-		h.t.Fatalf("Position: %v", err)
-	}
-	return p, ok
+	return sinktest.Position(h.t, h.sink, h.spec)
 }
 
 // fileCounts counts the live data files and equality delete files from the manifests.
@@ -195,22 +133,4 @@ func (h *harness) fileCounts() (data, eqDeletes int) {
 		}
 	}
 	return len(d), eqDeletes
-}
-
-// diffRows compares two images of a table by key: keys missing, different or not expected.
-func diffRows[V comparable](want, got map[int64]V) string {
-	var out string
-	for k, w := range want {
-		if g, ok := got[k]; !ok {
-			out += fmt.Sprintf("key %d missing (want %+v)\n", k, w)
-		} else if g != w {
-			out += fmt.Sprintf("key %d = %+v, want %+v\n", k, g, w)
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			out += fmt.Sprintf("key %d = %+v should not be visible\n", k, g)
-		}
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 )
 
 // planFilesMayExist is the rule the key index replaced, kept as its test oracle: the scan
@@ -95,7 +96,7 @@ func keyHarness(t testing.TB, kc keyCase) *harness {
 func (h *harness) snapshotRows(kc keyCase, keys ...int) sinks.Batch {
 	changes := make([]batch.Change, 0, len(keys))
 	for _, i := range keys {
-		changes = append(changes, batch.Change{Op: batch.OpSnapshot, Values: []batch.Value{txt(kc.key(i)), txt("v")}})
+		changes = append(changes, batch.Change{Op: batch.OpSnapshot, Values: []batch.Value{sinktest.Text(kc.key(i)), sinktest.Text("v")}})
 	}
 	return h.batch(batch.PhaseSnapshot, changes...)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/race"
 )
 
@@ -25,11 +27,11 @@ func TestMaintenanceKeepsPositionAndData(t *testing.T) {
 		var ch []batch.Change
 		for k := range 5 {
 			id := int64(i*3 + k)
-			ch = append(ch, ins(id, fmt.Sprint("v", i), i))
+			ch = append(ch, orders.Insert(id, fmt.Sprint("v", i), i))
 			want[id] = row{fmt.Sprint("v", i), int64(i)}
 		}
 		if i > 0 {
-			ch = append(ch, del(int64(i*3-3)))
+			ch = append(ch, orders.Delete(int64(i*3-3)))
 			delete(want, int64(i*3-3))
 		}
 		last = h.apply(ch...)
@@ -46,7 +48,7 @@ func TestMaintenanceKeepsPositionAndData(t *testing.T) {
 	t.Logf("data files %d -> %d, equality delete files %d -> %d, snapshots %d -> %d",
 		dataBefore, dataAfter, eqBefore, eqAfter, snapsBefore, len(h.table().Metadata().Snapshots()))
 
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("rows changed by maintenance:\n%s", d)
 	}
 	if p, ok := h.position(); !ok || p != last.Hi {
@@ -63,12 +65,12 @@ func TestMaintenanceKeepsPositionAndData(t *testing.T) {
 		t.Errorf("no retained snapshot carries the position; Position relies on the property alone")
 	}
 	// The table keeps working after maintenance, and a second run is harmless.
-	b := h.apply(upd(1, "after", 1))
+	b := h.apply(orders.Update(1, "after", 1))
 	want[1] = row{"after", 1}
 	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1}); err != nil {
 		t.Fatalf("second Maintain: %v", err)
 	}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("rows after a commit and a second maintenance:\n%s", d)
 	}
 	if p, _ := h.position(); p != b.Hi {
@@ -81,7 +83,7 @@ func TestMaintenanceKeepsPositionAndData(t *testing.T) {
 func TestPositionFallsBackToProperty(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	b := h.apply(ins(1, "a", 1))
+	b := h.apply(orders.Insert(1, "a", 1))
 	// An empty append without the position, as another writer would commit, then expire all but it.
 	tx := h.table().NewTransaction()
 	if err := tx.AddFiles(t.Context(), nil, nil, false); err != nil {
@@ -125,7 +127,7 @@ func TestScanAfterManySmallCommits(t *testing.T) {
 	want := map[int64]row{}
 	var bulk []batch.Change
 	for id := range int64(rows) {
-		bulk = append(bulk, snap(id, "initial", int(id%1000)))
+		bulk = append(bulk, orders.Snapshot(id, "initial", int(id%1000)))
 		want[id] = row{"initial", id % 1000}
 	}
 	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, bulk...)); err != nil {
@@ -144,14 +146,14 @@ func TestScanAfterManySmallCommits(t *testing.T) {
 			}
 			seen[id] = true
 			if rng.IntN(4) == 0 {
-				ch = append(ch, del(id))
+				ch = append(ch, orders.Delete(id))
 				delete(want, id)
 			} else {
-				ch = append(ch, upd(id, fmt.Sprint("c", c), c))
+				ch = append(ch, orders.Update(id, fmt.Sprint("c", c), c))
 				want[id] = row{fmt.Sprint("c", c), int64(c)}
 			}
 		}
-		ch = append(ch, ins(next, "new", c))
+		ch = append(ch, orders.Insert(next, "new", c))
 		want[next] = row{"new", int64(c)}
 		next++
 		h.apply(ch...)
@@ -170,7 +172,7 @@ func TestScanAfterManySmallCommits(t *testing.T) {
 	fresh := newHarness(t, nil)
 	var all []batch.Change
 	for id, r := range want {
-		all = append(all, snap(id, r.Name, int(r.Qty)))
+		all = append(all, orders.Snapshot(id, r.Name, int(r.Qty)))
 	}
 	if err := fresh.sink.Apply(t.Context(), fresh.batch(batch.PhaseSnapshot, all...)); err != nil {
 		t.Fatalf("fresh write: %v", err)
@@ -191,7 +193,7 @@ func timeScan(t *testing.T, h *harness, want map[int64]row) time.Duration {
 			t.Fatal(err)
 		}
 		best = min(best, time.Since(start))
-		if d := diffRows(want, got); d != "" {
+		if d := sinktest.DiffRows(want, got); d != "" {
 			t.Fatalf("scan differs from the expected rows:\n%.2000s", d)
 		}
 	}

@@ -102,18 +102,18 @@ func (e *eventsTable) batchOf(changes ...change) sinks.Batch {
 	e.t.Helper()
 	var chs []batch.Change
 	for i, c := range changes {
-		vals := []batch.Value{txt(strconv.FormatInt(c.id, 10)), {Null: true}, {Null: true}}
+		vals := []batch.Value{sinktest.Text(strconv.FormatInt(c.id, 10)), {Null: true}, {Null: true}}
 		op := batch.OpDelete
 		if !c.delete {
 			op = batch.OpUpdate
-			vals[1] = txt(time.UnixMicro(c.at).UTC().Format("2006-01-02 15:04:05.999999-07"))
-			vals[2] = txt(c.name)
+			vals[1] = sinktest.Text(time.UnixMicro(c.at).UTC().Format("2006-01-02 15:04:05.999999-07"))
+			vals[2] = sinktest.Text(c.name)
 		}
 		for range len(e.spec.Schema.Columns) - 3 {
 			if c.delete {
 				vals = append(vals, batch.Value{Null: true})
 			} else {
-				vals = append(vals, txt("x"+c.name))
+				vals = append(vals, sinktest.Text("x"+c.name))
 			}
 		}
 		chs = append(chs, batch.Change{Op: op, Pos: batch.Position{LSN: e.lsn, Seq: uint32(i)},
@@ -190,7 +190,7 @@ func (e *eventsTable) chdbRows(ch testenv.ChDB) map[int64]event {
 func (e *eventsTable) check(ch testenv.ChDB, when string) {
 	e.t.Helper()
 	for reader, got := range map[string]map[int64]event{"iceberg-go": e.icebergGoRows(), "chdb " + testenv.ChDBVersion: e.chdbRows(ch)} {
-		if d := diffRows(e.model, got); d != "" {
+		if d := sinktest.DiffRows(e.model, got); d != "" {
 			e.t.Errorf("%s, read by %s: sink differs from source:\n%s", when, reader, d)
 		}
 	}
@@ -365,9 +365,9 @@ func TestPartitionedCompositeKeyMovesRows(t *testing.T) {
 	}
 	u1, u2 := "6f1c3a52-5d3e-4c1e-9a55-1f0f7a3f0001", "6f1c3a52-5d3e-4c1e-9a55-1f0f7a3f0002"
 	row := func(op batch.Op, region, uid, at string, seq uint32, lsn uint64) batch.Change {
-		v := []batch.Value{txt(region), txt(uid), {Null: true}}
+		v := []batch.Value{sinktest.Text(region), sinktest.Text(uid), {Null: true}}
 		if at != "" {
-			v[2] = txt(at)
+			v[2] = sinktest.Text(at)
 		}
 		return batch.Change{Op: op, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_800_000_000, 0).UTC(), Values: v}
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/devstack"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
@@ -37,7 +39,7 @@ func newRESTHarness(t *testing.T, cfg Config, target string) *harness {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	h := &harness{t: t, sink: s, spec: ordersSpec(target), lsn: 0x16B3748}
+	h := &harness{t: t, sink: s, spec: orders.Spec(target), lsn: 0x16B3748}
 	if err := s.EnsureTable(t.Context(), h.spec); err != nil {
 		t.Fatalf("EnsureTable: %v", err)
 	}
@@ -72,11 +74,11 @@ func TestRESTCatalogOnWeed(t *testing.T) {
 	h := newRESTHarness(t, weedConfig(info, info.Credential(), "", info.AccessKeyID, info.SecretAccessKey), target)
 	dropOnCleanup(t, h.sink, target)
 
-	h.apply(ins(1, "a", 1), ins(2, "b", 2), ins(3, "c", 3))
-	h.apply(upd(2, "b2", 22), del(3), ins(4, "d", 4))
-	last := h.apply(del(1), ins(3, "c2", 33))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2), orders.Insert(3, "c", 3))
+	h.apply(orders.Update(2, "b2", 22), orders.Delete(3), orders.Insert(4, "d", 4))
+	last := h.apply(orders.Delete(1), orders.Insert(3, "c2", 33))
 	want := map[int64]row{2: {"b2", 22}, 3: {"c2", 33}, 4: {"d", 4}}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	if _, eq := h.fileCounts(); eq == 0 {
@@ -88,7 +90,7 @@ func TestRESTCatalogOnWeed(t *testing.T) {
 	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan after maintenance differs:\n%s", d)
 	}
 
@@ -97,7 +99,7 @@ func TestRESTCatalogOnWeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := newRESTHarness(t, weedConfig(info, "", token, info.AccessKeyID, info.SecretAccessKey), target)
-	if d := diffRows(want, other.rows()); d != "" {
+	if d := sinktest.DiffRows(want, other.rows()); d != "" {
 		t.Errorf("scan through a sink authenticated with a token differs:\n%s", d)
 	}
 	if p, ok := other.position(); !ok || p != last.Hi {
@@ -145,7 +147,7 @@ func TestRESTCatalogWrongCredentials(t *testing.T) {
 		target := testenv.RandomName("rest_") + ".orders"
 		h := newRESTHarness(t, weedConfig(info, info.Credential(), "", info.AccessKeyID, "wrong-secret"), target)
 		dropOnCleanup(t, h.sink, target)
-		err := h.sink.Apply(t.Context(), h.batch(batch.PhaseStream, ins(1, "a", 1)))
+		err := h.sink.Apply(t.Context(), h.batch(batch.PhaseStream, orders.Insert(1, "a", 1)))
 		if err == nil {
 			t.Fatal("Apply succeeded with a wrong S3 secret")
 		}
@@ -166,9 +168,9 @@ func TestRESTCatalogVendedCredentials(t *testing.T) {
 	info := testenv.VendingWeed(t)
 	target := testenv.RandomName("vend_") + ".orders"
 	h := newRESTHarness(t, weedConfig(info, info.Credential(), "", info.AccessKeyID, "wrong-secret"), target)
-	h.apply(ins(1, "a", 1), ins(2, "b", 2))
-	last := h.apply(upd(2, "b2", 22), del(1))
-	if d := diffRows(map[int64]row{2: {"b2", 22}}, h.rows()); d != "" {
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2))
+	last := h.apply(orders.Update(2, "b2", 22), orders.Delete(1))
+	if d := sinktest.DiffRows(map[int64]row{2: {"b2", 22}}, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	if p, ok := h.position(); !ok || p != last.Hi {

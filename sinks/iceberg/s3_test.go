@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
@@ -25,12 +27,12 @@ func TestS3Warehouse(t *testing.T) {
 			AccessKeyID: info.AccessKeyID, SecretAccessKey: info.SecretAccessKey},
 	}
 	h := newHarness(t, cfg)
-	h.apply(ins(1, "a", 1), ins(2, "b", 2), ins(3, "c", 3))
-	h.apply(upd(2, "b2", 22), del(3), ins(4, "d", 4))
-	last := h.apply(del(1), ins(3, "c2", 33))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2), orders.Insert(3, "c", 3))
+	h.apply(orders.Update(2, "b2", 22), orders.Delete(3), orders.Insert(4, "d", 4))
+	last := h.apply(orders.Delete(1), orders.Insert(3, "c2", 33))
 
 	want := map[int64]row{2: {"b2", 22}, 3: {"c2", 33}, 4: {"d", 4}}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	if _, eq := h.fileCounts(); eq == 0 {
@@ -46,7 +48,7 @@ func TestS3Warehouse(t *testing.T) {
 	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan after maintenance differs:\n%s", d)
 	}
 	if p, ok := h.position(); !ok || p != last.Hi {
@@ -79,11 +81,11 @@ func TestPostgresCatalog(t *testing.T) {
 		Warehouse: filepath.Join(t.TempDir(), "warehouse"),
 	}
 	h := newHarness(t, cfg)
-	h.apply(ins(1, "a", 1), ins(2, "b", 2))
-	last := h.apply(del(1), upd(2, "b2", 2))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2))
+	last := h.apply(orders.Delete(1), orders.Update(2, "b2", 2))
 
 	other := newHarness(t, cfg) // EnsureTable on an existing table is a no-op
-	if d := diffRows(map[int64]row{2: {"b2", 2}}, other.rows()); d != "" {
+	if d := sinktest.DiffRows(map[int64]row{2: {"b2", 2}}, other.rows()); d != "" {
 		t.Errorf("scan through a second sink differs:\n%s", d)
 	}
 	if p, ok := other.position(); !ok || p != last.Hi {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestApplyUpsertsDeletesAndKeyChanges applies inserts, updates, deletes and a key change (a
@@ -20,12 +22,12 @@ import (
 func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(ins(1, "a", 1), ins(2, "b", 2), ins(3, "c", 3), ins(4, "d", 4), ins(5, "e", 5))
-	h.apply(upd(2, "b2", 20), del(3), del(4), ins(40, "d", 4), ins(6, "f", 6))
-	last := h.apply(del(6), ins(3, "c again", 33), upd(5, "e2", 50), del(99))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2), orders.Insert(3, "c", 3), orders.Insert(4, "d", 4), orders.Insert(5, "e", 5))
+	h.apply(orders.Update(2, "b2", 20), orders.Delete(3), orders.Delete(4), orders.Insert(40, "d", 4), orders.Insert(6, "f", 6))
+	last := h.apply(orders.Delete(6), orders.Insert(3, "c again", 33), orders.Update(5, "e2", 50), orders.Delete(99))
 
 	want := map[int64]row{1: {"a", 1}, 2: {"b2", 20}, 3: {"c again", 33}, 40: {"d", 4}, 5: {"e2", 50}}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	data, eq := h.fileCounts()
@@ -70,8 +72,8 @@ func TestApplyUpsertsDeletesAndKeyChanges(t *testing.T) {
 func TestReplayedBatchCannotResurrect(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	insert := h.apply(ins(7, "k", 7))
-	deleted := h.apply(del(7))
+	insert := h.apply(orders.Insert(7, "k", 7))
+	deleted := h.apply(orders.Delete(7))
 
 	pos, ok := h.position()
 	if !ok {
@@ -92,7 +94,7 @@ func TestReplayedBatchCannotResurrect(t *testing.T) {
 		t.Errorf("position moved to %s by a replay; want %s", p, deleted.Hi)
 	}
 	// A position of another source is never compared silently.
-	other := h.batch(batch.PhaseStream, ins(8, "x", 8))
+	other := h.batch(batch.PhaseStream, orders.Insert(8, "x", 8))
 	other.Hi.Source.Slot = "another_slot"
 	if err := h.sink.Apply(t.Context(), other); !sinks.IsPoison(err) {
 		t.Errorf("Apply with a position of another source: %v, want poison", err)
@@ -108,7 +110,7 @@ func TestSnapshotPhase(t *testing.T) {
 	chunk := func(from, to int64) []batch.Change {
 		var out []batch.Change
 		for id := from; id <= to; id++ {
-			out = append(out, snap(id, "s", int(id)))
+			out = append(out, orders.Snapshot(id, "s", int(id)))
 		}
 		return out
 	}
@@ -120,7 +122,7 @@ func TestSnapshotPhase(t *testing.T) {
 		{"first chunk appends", chunk(1, 100), 0},
 		{"next chunk appends", chunk(101, 200), 0},
 		{"overlapping chunk upserts", chunk(150, 250), 1},
-		{"live row in snapshot phase upserts", []batch.Change{upd(300, "live", 1)}, 2},
+		{"live row in snapshot phase upserts", []batch.Change{orders.Update(300, "live", 1)}, 2},
 	}
 	for _, st := range steps {
 		b := h.batch(batch.PhaseSnapshot, st.changes...)
@@ -142,8 +144,8 @@ func TestSnapshotPhase(t *testing.T) {
 func TestDiscardSnapshot(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(ins(1, "a", 1), ins(2, "b", 2))
-	h.apply(del(1), upd(2, "b2", 2))
+	h.apply(orders.Insert(1, "a", 1), orders.Insert(2, "b", 2))
+	h.apply(orders.Delete(1), orders.Update(2, "b2", 2))
 	for i := range 2 {
 		if err := h.sink.DiscardSnapshot(t.Context(), h.spec); err != nil {
 			t.Fatalf("DiscardSnapshot #%d: %v", i+1, err)
@@ -158,8 +160,8 @@ func TestDiscardSnapshot(t *testing.T) {
 			t.Errorf("after discard #%d: %d data and %d delete files live, want none", i+1, d, eq)
 		}
 	}
-	b := h.apply(ins(3, "c", 3))
-	if d := diffRows(map[int64]row{3: {"c", 3}}, h.rows()); d != "" {
+	b := h.apply(orders.Insert(3, "c", 3))
+	if d := sinktest.DiffRows(map[int64]row{3: {"c", 3}}, h.rows()); d != "" {
 		t.Errorf("after discard and a new batch:\n%s", d)
 	}
 	if p, ok := h.position(); !ok || p != b.Hi {
@@ -172,9 +174,9 @@ func TestDiscardSnapshot(t *testing.T) {
 func TestEnsureTableEvolution(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(ins(1, "a", 1))
+	h.apply(orders.Insert(1, "a", 1))
 
-	added := ordersSpec(h.spec.Target)
+	added := orders.Spec(h.spec.Target)
 	added.Schema.Columns = append(added.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
 	if err := h.sink.EnsureTable(t.Context(), added); err != nil {
 		t.Fatalf("EnsureTable with an added column: %v", err)
@@ -186,12 +188,12 @@ func TestEnsureTableEvolution(t *testing.T) {
 		t.Fatalf("column note was not added")
 	}
 	h.spec = added
-	h.apply(batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("2"), txt("2.00"), txt("hi")}})
-	if d := diffRows(map[int64]row{1: {"a", 1}, 2: {"b", 2}}, h.rows()); d != "" {
+	h.apply(batch.Change{Op: batch.OpInsert, Values: []batch.Value{sinktest.Text("2"), sinktest.Text("b"), sinktest.Text("2"), sinktest.Text("2.00"), sinktest.Text("hi")}})
+	if d := sinktest.DiffRows(map[int64]row{1: {"a", 1}, 2: {"b", 2}}, h.rows()); d != "" {
 		t.Errorf("after evolution:\n%s", d)
 	}
 
-	dropped := ordersSpec(h.spec.Target)
+	dropped := orders.Spec(h.spec.Target)
 	if err := h.sink.EnsureTable(t.Context(), dropped); err != nil {
 		t.Fatalf("EnsureTable without column note (dropped in the source): %v", err)
 	}
@@ -199,21 +201,21 @@ func TestEnsureTableEvolution(t *testing.T) {
 		t.Fatalf("column note was dropped from the Iceberg table; it stays")
 	}
 	h.spec = dropped
-	h.apply(upd(2, "b2", 3))
-	if d := diffRows(map[int64]row{1: {"a", 1}, 2: {"b2", 3}}, h.rows()); d != "" {
+	h.apply(orders.Update(2, "b2", 3))
+	if d := sinktest.DiffRows(map[int64]row{1: {"a", 1}, 2: {"b2", 3}}, h.rows()); d != "" {
 		t.Errorf("after the drop:\n%s", d)
 	}
 
-	retyped := ordersSpec(h.spec.Target)
+	retyped := orders.Spec(h.spec.Target)
 	retyped.Schema.Columns = append(retyped.Schema.Columns, batch.Column{Name: "note", TypeOID: 20, TypeName: "bigint"})
-	rekeyed := ordersSpec(h.spec.Target)
+	rekeyed := orders.Spec(h.spec.Target)
 	rekeyed.Schema.Columns = append(rekeyed.Schema.Columns, batch.Column{Name: "note", TypeOID: 25, TypeName: "text"})
 	rekeyed.Schema.Columns[1].Key, rekeyed.Schema.Columns[1].NotNull = true, true
-	floatKey := ordersSpec("raw.floats")
+	floatKey := orders.Spec("raw.floats")
 	floatKey.Schema.Columns[0] = batch.Column{Name: "id", TypeOID: 701, TypeName: "double precision", Key: true, NotNull: true}
-	noKey := ordersSpec("raw.nokey")
+	noKey := orders.Spec("raw.nokey")
 	noKey.Schema.Columns[0].Key = false
-	badTarget := ordersSpec("orders")
+	badTarget := orders.Spec("orders")
 	for name, spec := range map[string]sinks.TableSpec{
 		"changed type": retyped, "changed key": rekeyed,
 		"float key": floatKey, "no key": noKey, "target without namespace": badTarget,
@@ -234,8 +236,8 @@ func TestEnsureTableEvolution(t *testing.T) {
 func TestConcurrentCommitIsTransient(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(ins(1, "a", 1))
-	b := h.batch(batch.PhaseStream, upd(1, "a2", 2), ins(2, "b", 2))
+	h.apply(orders.Insert(1, "a", 1))
+	b := h.batch(batch.PhaseStream, orders.Update(1, "a2", 2), orders.Insert(2, "b", 2))
 	h.sink.beforeCommit = func(ctx context.Context) {
 		h.sink.beforeCommit = nil
 		if err := h.sink.Apply(ctx, b); err != nil {
@@ -250,7 +252,7 @@ func TestConcurrentCommitIsTransient(t *testing.T) {
 	if err := h.sink.Apply(t.Context(), b); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	if d := diffRows(map[int64]row{1: {"a2", 2}, 2: {"b", 2}}, h.rows()); d != "" {
+	if d := sinktest.DiffRows(map[int64]row{1: {"a2", 2}, 2: {"b", 2}}, h.rows()); d != "" {
 		t.Errorf("after the race:\n%s", d)
 	}
 	// The loser's files are orphans (the catalog did not say the commit cleanly failed, so Apply
@@ -263,7 +265,7 @@ func TestConcurrentCommitIsTransient(t *testing.T) {
 	if after := countFiles(t, h.table().Location()); after != 4 {
 		t.Errorf("%d parquet files after orphan cleanup (from %d, %d removed), want the 4 live ones (2 data, 2 equality delete)", after, before, res.RemovedOrphanFiles)
 	}
-	if d := diffRows(map[int64]row{1: {"a2", 2}, 2: {"b", 2}}, h.rows()); d != "" {
+	if d := sinktest.DiffRows(map[int64]row{1: {"a2", 2}, 2: {"b", 2}}, h.rows()); d != "" {
 		t.Errorf("after orphan cleanup:\n%s", d)
 	}
 }
@@ -298,13 +300,13 @@ func TestPartitionedByKeyBucket(t *testing.T) {
 	}
 	var chunk []batch.Change
 	for id := range int64(40) {
-		chunk = append(chunk, snap(id, "s", int(id)))
+		chunk = append(chunk, orders.Snapshot(id, "s", int(id)))
 	}
 	if err := h.sink.Apply(t.Context(), h.batch(batch.PhaseSnapshot, chunk...)); err != nil {
 		t.Fatal(err)
 	}
-	h.apply(upd(1, "u", 100), del(2), del(3), ins(50, "n", 50))
-	h.apply(ins(2, "back", 2), del(50))
+	h.apply(orders.Update(1, "u", 100), orders.Delete(2), orders.Delete(3), orders.Insert(50, "n", 50))
+	h.apply(orders.Insert(2, "back", 2), orders.Delete(50))
 	want := map[int64]row{}
 	for id := range int64(40) {
 		want[id] = row{"s", id}
@@ -312,13 +314,13 @@ func TestPartitionedByKeyBucket(t *testing.T) {
 	want[1] = row{"u", 100}
 	want[2] = row{"back", 2}
 	delete(want, 3)
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	if _, err := h.sink.MaintainWith(t.Context(), h.spec.Target, MaintenanceOptions{RetainSnapshots: 1, MinInputFiles: 2}); err != nil {
 		t.Fatalf("Maintain: %v", err)
 	}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan after maintenance differs:\n%s", d)
 	}
 }
@@ -332,13 +334,13 @@ func TestConcurrentTables(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, tables)
 	for i := range tables {
-		th := &harness{t: t, sink: h.sink, spec: ordersSpec(fmt.Sprintf("raw.orders_%d", i)), lsn: 0x1000}
+		th := &harness{t: t, sink: h.sink, spec: orders.Spec(fmt.Sprintf("raw.orders_%d", i)), lsn: 0x1000}
 		if err := h.sink.EnsureTable(t.Context(), th.spec); err != nil {
 			t.Fatal(err)
 		}
 		batches := make([]sinks.Batch, commits)
 		for c := range commits {
-			batches[c] = th.batch(batch.PhaseStream, ins(int64(c), "x", c), del(int64(c-1)))
+			batches[c] = th.batch(batch.PhaseStream, orders.Insert(int64(c), "x", c), orders.Delete(int64(c-1)))
 		}
 		wg.Add(1)
 		go func() {
@@ -357,8 +359,8 @@ func TestConcurrentTables(t *testing.T) {
 		t.Error(err)
 	}
 	for i := range tables {
-		th := &harness{t: t, sink: h.sink, spec: ordersSpec(fmt.Sprintf("raw.orders_%d", i))}
-		if d := diffRows(map[int64]row{commits - 1: {"x", commits - 1}}, th.rows()); d != "" {
+		th := &harness{t: t, sink: h.sink, spec: orders.Spec(fmt.Sprintf("raw.orders_%d", i))}
+		if d := sinktest.DiffRows(map[int64]row{commits - 1: {"x", commits - 1}}, th.rows()); d != "" {
 			t.Errorf("table %d:\n%s", i, d)
 		}
 	}
@@ -370,10 +372,10 @@ func TestConcurrentTables(t *testing.T) {
 func TestSnapshotChunksShareOnePosition(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	first := h.batch(batch.PhaseSnapshot, snap(1, "a", 1), snap(2, "b", 2))
-	second := h.batch(batch.PhaseSnapshot, snap(3, "c", 3), snap(4, "d", 4))
+	first := h.batch(batch.PhaseSnapshot, orders.Snapshot(1, "a", 1), orders.Snapshot(2, "b", 2))
+	second := h.batch(batch.PhaseSnapshot, orders.Snapshot(3, "c", 3), orders.Snapshot(4, "d", 4))
 	for _, b := range []*sinks.Batch{&first, &second} {
-		p := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x5000000}}
+		p := batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: 0x5000000}}
 		b.Lo, b.Hi = p, p
 	}
 	for i, b := range []sinks.Batch{first, second, first} {
@@ -382,11 +384,11 @@ func TestSnapshotChunksShareOnePosition(t *testing.T) {
 		}
 	}
 	want := map[int64]row{1: {"a", 1}, 2: {"b", 2}, 3: {"c", 3}, 4: {"d", 4}}
-	if d := diffRows(want, h.rows()); d != "" {
+	if d := sinktest.DiffRows(want, h.rows()); d != "" {
 		t.Errorf("scan differs:\n%s", d)
 	}
 	// A stream batch at the snapshot's position is covered; a later one is applied.
-	stale := h.batch(batch.PhaseStream, del(1))
+	stale := h.batch(batch.PhaseStream, orders.Delete(1))
 	stale.Lo, stale.Hi = first.Hi, first.Hi
 	if err := h.sink.Apply(t.Context(), stale); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 )
 
 // TestAllTypes writes every type the batch mapping produces, with a composite uuid + text key,
@@ -51,10 +52,10 @@ func TestAllTypes(t *testing.T) {
 	mk := func(op batch.Op, key string) batch.Change {
 		c := batch.Change{Op: op}
 		for i, col := range cols {
-			v := txt(col.val)
+			v := sinktest.Text(col.val)
 			switch {
 			case i == 1:
-				v = txt(key)
+				v = sinktest.Text(key)
 			case op == batch.OpDelete && i > 1:
 				v = batch.Value{Null: true}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
 )
 
 // TestNewValidatesWithConfig checks that New refuses an invalid section with package config's
@@ -54,7 +55,7 @@ func TestLocations(t *testing.T) {
 
 func TestPositionEncoding(t *testing.T) {
 	t.Parallel()
-	p := batch.SourcePosition{Source: testSource, Position: batch.Position{LSN: 0x16B3748, Seq: 12}}
+	p := batch.SourcePosition{Source: sinktest.Source, Position: batch.Position{LSN: 0x16B3748, Seq: 12}}
 	s, err := encodePosition(p)
 	if err != nil {
 		t.Fatal(err)

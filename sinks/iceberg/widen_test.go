@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks/sinktest"
+	"github.com/sluicecdc/sluice/sinks/sinktest/orders"
 )
 
 // TestEnsureTableWidens: a column widened in the source (int → bigint, numeric(12,2) →
@@ -17,8 +19,8 @@ import (
 func TestEnsureTableWidens(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.apply(ins(1, "a", 7))
-	wide := ordersSpec(h.spec.Target)
+	h.apply(orders.Insert(1, "a", 7))
+	wide := orders.Spec(h.spec.Target)
 	wide.Schema.Columns[2] = batch.Column{Name: "qty", TypeOID: 20, TypeName: "bigint"}
 	wide.Schema.Columns[3] = batch.Column{Name: "price", TypeOID: 1700, TypeName: "numeric(16,2)", TypeMod: (16<<16 | 2) + 4}
 	for range 2 { // idempotent
@@ -33,7 +35,7 @@ func TestEnsureTableWidens(t *testing.T) {
 		}
 	}
 	h.spec = wide
-	h.apply(batch.Change{Op: batch.OpInsert, Values: []batch.Value{txt("2"), txt("b"), txt("5000000000"), txt("12345678901234.56")}})
+	h.apply(batch.Change{Op: batch.OpInsert, Values: []batch.Value{sinktest.Text("2"), sinktest.Text("b"), sinktest.Text("5000000000"), sinktest.Text("12345678901234.56")}})
 	want := map[string]string{"1": "7 7.5", "2": "5000000000 12345678901234.56"}
 	_, itr, err := h.table().Scan(table.WithSelectedFields("id", "qty", "price")).ToArrowRecords(t.Context())
 	if err != nil {

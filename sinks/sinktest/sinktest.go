@@ -1,16 +1,18 @@
 // Package sinktest is the conformance suite every sink runs: the contract of sinks.Sink as the
 // committer relies on it (positions read back from the destination, atomic data and position,
 // idempotent writes by key, deletes of missing keys, the backfill cases of Apply, discarding a
-// partial snapshot, and for a sinks.Maintainer, maintenance that changes neither rows nor
-// position). A sink's own tests call Run with a harness that opens the sink against its
+// partial snapshot, a column dropped from the target by hand, and for a sinks.Maintainer,
+// maintenance that changes neither rows nor position). A sink's own tests call Run with a harness that opens the sink against its
 // real service and reads back what a user would see.
 package sinktest
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +46,13 @@ type Harness struct {
 	// a stale attempt (one that outlived its heartbeat timeout) is overtaken by the attempts that
 	// replaced it. Nil skips the stale-attempt test.
 	Overtake func(t *testing.T, s sinks.Sink, overtaken func(ctx context.Context))
+	// DropColumn drops column from spec's target as an operator does by hand, with the
+	// destination's own tools and outside the sink. Nil skips the dropped-column test (a
+	// destination whose targets have no columns to drop).
+	DropColumn func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, column string)
+	// HasColumn reports whether spec's target has column, as the destination lists its columns.
+	// Required with DropColumn.
+	HasColumn func(t *testing.T, s sinks.Sink, spec sinks.TableSpec, column string) bool
 }
 
 // Source is the source identity the suite's positions carry.
@@ -69,7 +78,7 @@ func Spec(target string) sinks.TableSpec {
 func Upsert(id int64, name string, qty int32, lsn uint64, seq uint32) batch.Change {
 	return batch.Change{
 		Op: batch.OpUpdate, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_700_000_000, 0).UTC(),
-		Values: []batch.Value{text(strconv.FormatInt(id, 10)), text(name), text(strconv.Itoa(int(qty)))},
+		Values: []batch.Value{Text(strconv.FormatInt(id, 10)), Text(name), Text(strconv.Itoa(int(qty)))},
 	}
 }
 
@@ -77,7 +86,7 @@ func Upsert(id int64, name string, qty int32, lsn uint64, seq uint32) batch.Chan
 func Delete(id int64, lsn uint64, seq uint32) batch.Change {
 	return batch.Change{
 		Op: batch.OpDelete, Pos: batch.Position{LSN: lsn, Seq: seq}, CommitTS: time.Unix(1_700_000_000, 0).UTC(),
-		Values: []batch.Value{text(strconv.FormatInt(id, 10)), {Null: true}, {Null: true}},
+		Values: []batch.Value{Text(strconv.FormatInt(id, 10)), {Null: true}, {Null: true}},
 	}
 }
 
@@ -87,8 +96,6 @@ func SnapshotRow(id int64, name string, qty int32, lsn uint64) batch.Change {
 	c.Op, c.CommitTS = batch.OpSnapshot, time.Time{}
 	return c
 }
-
-func text(s string) batch.Value { return batch.Value{Text: []byte(s)} }
 
 // Batch builds a sinks.Batch of changes with watermark hi (zero: a snapshot chunk).
 func Batch(t *testing.T, spec sinks.TableSpec, phase batch.Phase, hi batch.Position, changes ...batch.Change) sinks.Batch {
@@ -130,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"ensure table is idempotent", testEnsureTwice},
 		{"maintenance keeps rows and position", testMaintain},
 		{"a stale attempt writes nothing older", testStaleAttempt},
+		{"a column dropped by hand is poison until a resync", testColumnDroppedByHand},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,4 +383,59 @@ func testStaleAttempt(t *testing.T, ctx context.Context, s sinks.Sink, spec sink
 	t.Logf("the stale attempt's Apply returned %v", err)
 	wantRows(t, s, spec, map[int64]Row{j: {"j-n1", 12}, l: {"l-n", 40}})
 	wantPosition(t, ctx, s, spec, next.Hi.Position, true)
+}
+
+// testColumnDroppedByHand: a column an operator dropped from the target is not added back while
+// the table holds rows (they lost its values), while a column the source adds still is; the next
+// batch is poison naming the table, the column and both remedies; once the table is emptied
+// (DiscardSnapshot, a resync's first step) EnsureTable adds the column back and the table takes
+// rows again.
+func testColumnDroppedByHand(t *testing.T, ctx context.Context, s sinks.Sink, spec sinks.TableSpec) {
+	c := s.(*checked)
+	if c.h.DropColumn == nil {
+		t.Skip("the harness cannot drop a column of the target by hand")
+	}
+	if c.h.HasColumn == nil {
+		t.Fatal("the harness sets DropColumn without HasColumn")
+	}
+	has := func(column string) bool { return c.h.HasColumn(t, c.Sink, spec, column) }
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x1000, Seq: 1}, Upsert(1, "a", 1, 0x1000, 1)))
+	c.h.DropColumn(t, c.Sink, spec, "qty")
+
+	added := spec
+	added.Schema.Columns = append(slices.Clone(spec.Schema.Columns), batch.Column{Name: "note", TypeOID: 25, TypeName: "text", TypeMod: -1, Category: "S"})
+	if err := s.EnsureTable(ctx, added); err != nil {
+		t.Fatalf("EnsureTable after the operator's drop: %v", err)
+	}
+	if has("qty") {
+		t.Fatal("EnsureTable added qty back to a table whose rows lost its values")
+	}
+	if !has("note") {
+		t.Fatal("EnsureTable did not add column note, which the source added")
+	}
+
+	err := s.Apply(ctx, Batch(t, spec, batch.PhaseStream, batch.Position{LSN: 0x2000, Seq: 1}, Upsert(1, "a2", 2, 0x2000, 1)))
+	if !sinks.IsPoison(err) {
+		t.Fatalf("Apply of a batch carrying the dropped column: %v, want poison", err)
+	}
+	tbl := spec.Schema.Table.String()
+	for _, want := range []string{tbl, "no column qty", "sluice resync --table " + tbl, "add the column back"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the poison error does not say %q: %v", want, err)
+		}
+	}
+
+	if err := s.DiscardSnapshot(ctx, spec); err != nil {
+		t.Fatalf("DiscardSnapshot: %v", err)
+	}
+	if err := s.EnsureTable(ctx, spec); err != nil {
+		t.Fatalf("EnsureTable of the emptied table: %v", err)
+	}
+	if !has("qty") {
+		t.Fatal("EnsureTable did not add qty back to the emptied table")
+	}
+	hi := batch.Position{LSN: 0x3000, Seq: 1}
+	apply(t, ctx, s, Batch(t, spec, batch.PhaseStream, hi, Upsert(1, "a3", 3, 0x3000, 1)))
+	wantRows(t, s, spec, map[int64]Row{1: {"a3", 3}})
+	wantPosition(t, ctx, s, spec, hi, true)
 }
