@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -207,10 +208,10 @@ func TestCommitBatchGroup(t *testing.T) {
 			wantStaged:  []bool{false, false}, wantEnsured: 1},
 		{name: "poison names the table, the group's range and every file", stage: plain,
 			applyErr:    sinks.Poisonf("column %q of raw.orders is integer, cannot hold %q", "note", "n"),
-			wantErrType: ErrTypePoisonBatch, wantInError: []string{"poison batch", "shop.orders", "3 batches 0/64:0..0/B4:0", "9 rows", "/000000000000006400000000-", "/000000000000008200000000-", "/00000000000000a000000000-", `column "note"`, "send resume"},
+			wantErrType: failure.PoisonBatch, wantInError: []string{"poison batch", "shop.orders", "3 batches 0/64:0..0/B4:0", "9 rows", "/000000000000006400000000-", "/000000000000008200000000-", "/00000000000000a000000000-", `column "note"`, "send resume"},
 			wantStaged: []bool{true, true, true}},
 		{name: "a file missing in the middle names that batch", stage: plain, removeFile: 2,
-			wantErrType: ErrTypeStagedBatchMissing, wantInError: []string{"shop.orders", "batch 0/82:0..0/96:0", "no longer staged", "resync"},
+			wantErrType: failure.StagedBatchMissing, wantInError: []string{"shop.orders", "batch 0/82:0..0/96:0", "no longer staged", "resync"},
 			wantStaged: []bool{true, false, true}},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -57,13 +58,13 @@ func TestStoredPositionOfAnotherSource(t *testing.T) {
 		{name: "nothing stored", source: &testSource},
 		{name: "source not known (started by hand): the first commit decides", stored: ptr(batch.SourcePosition{Source: other})},
 		{name: "another cluster", source: &testSource, stored: ptr(batch.SourcePosition{Source: other, Position: batch.Position{LSN: 100}}),
-			wantType: ErrTypeSourceMismatch},
+			wantType: failure.SourceMismatch},
 		{name: "another slot", source: &testSource, stored: ptr(batch.SourcePosition{
 			Source: batch.SourceID{SystemID: testSource.SystemID, Timeline: 1, Slot: "sluice_p2"}, Position: batch.Position{LSN: 100}}),
-			wantType: ErrTypeSourceMismatch},
+			wantType: failure.SourceMismatch},
 		{name: "another timeline", source: &testSource, stored: ptr(batch.SourcePosition{
 			Source: batch.SourceID{SystemID: testSource.SystemID, Timeline: 2, Slot: testSource.Slot}, Position: batch.Position{LSN: 100}}),
-			wantType: ErrTypeSourceMismatch},
+			wantType: failure.SourceMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
