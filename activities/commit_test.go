@@ -41,16 +41,24 @@ var testTable = TableConfig{Pipeline: "p1", Spec: testSpec, Sink: SinkRef{Name: 
 // testAuthority is a worker config holding testTable only.
 var testAuthority = &Authority{Pipeline: "p1", Sink: SinkRef{Name: "lake"}, Tables: []TableConfig{testTable}}
 
-// fakeSink is an in-test sinks.Sink: a committed position and the row positions applied.
+// fakeSink is the activities tests' sinks.Sink: a committed position, the row positions
+// applied and the number of EnsureTable calls. (The commit engine's own tests, in package
+// commit, script every call of theirs.)
 type fakeSink struct {
 	mu       sync.Mutex
 	pos      batch.SourcePosition
 	hasPos   bool
 	applied  [][]batch.Position // per Apply, the rows' positions
 	applyErr error
+	ensured  int
 }
 
-func (s *fakeSink) EnsureTable(context.Context, sinks.TableSpec) error { return nil }
+func (s *fakeSink) EnsureTable(context.Context, sinks.TableSpec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ensured++
+	return nil
+}
 func (s *fakeSink) Position(context.Context, sinks.TableSpec) (batch.SourcePosition, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
