@@ -2,25 +2,10 @@ package activities
 
 import (
 	"fmt"
+
 	"github.com/sluicecdc/sluice/batch"
-
-	"go.temporal.io/sdk/temporal"
+	"github.com/sluicecdc/sluice/failure"
 )
-
-// ErrTypeNotConfigured: an activity input names a pipeline, slot, publication, table, target or
-// sink that the worker's config does not hold. Whoever can start workflows on the task queue
-// must not steer the worker to other tables, targets or slots than its config names, so the
-// input is refused, never retried; the message names what was refused. Start the pipeline from
-// the config (`sluice start`), or change the workers' config and restart them.
-const ErrTypeNotConfigured = "NotConfigured"
-
-// ErrTypeTableRemoved: a table's own activity (a TableWorkflow's) names a table of the worker's
-// pipeline that its config no longer lists: the table was removed from tables[] and the workers
-// restarted with the new file. Never retried; the TableWorkflow ends cleanly (not failed), its
-// staged batches and its hold on the slot stay until `sluice remove --table`, and adding the
-// table back and running `sluice start` starts it again. The SourceWorkflow's activities refuse
-// such a table as NotConfigured.
-const ErrTypeTableRemoved = "TableRemoved"
 
 // Authority is the worker's config as the judge of activity inputs: the only pipeline, slot,
 // publication, sink and tables (source table and target) an input may name. Every activity
@@ -37,11 +22,11 @@ type Authority struct {
 	Tables []TableConfig
 }
 
-// CheckTable returns a non-retryable NotConfigured error unless t is one of the configured
+// CheckTable returns a NotConfigured failure unless t is one of the configured
 // tables of the worker's pipeline, with the configured target and sink; a table of the pipeline
 // that the config does not list is TableRemoved.
 func (a *Authority) CheckTable(t TableConfig) error {
-	return a.checkTable(t, ErrTypeTableRemoved)
+	return a.checkTable(t, failure.TableRemoved)
 }
 
 // checkTable is CheckTable with the error type of a table the config does not list.
@@ -61,16 +46,16 @@ func (a *Authority) checkTable(t TableConfig, unlisted string) error {
 		}
 		return nil
 	}
-	if unlisted == ErrTypeTableRemoved {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+	if unlisted == failure.TableRemoved {
+		return failure.Newf(failure.TableRemoved,
 			"refused: table %s is not in this worker's config of pipeline %s (tables[]): it was removed from the config, so its workflow stops; "+
 				"its staged batches and its hold on the slot stay until `sluice remove --table %s`; to replicate it again, add it back to tables[] and run `sluice start`",
-			t.Table(), a.Pipeline, t.Table()), ErrTypeTableRemoved, nil)
+			t.Table(), a.Pipeline, t.Table())
 	}
 	return notConfigured("table %s is not in this worker's config of pipeline %s (tables[]); add it there, or start the pipeline from its config", t.Table(), a.Pipeline)
 }
 
-// CheckSource returns a non-retryable NotConfigured error unless pipeline is the worker's,
+// CheckSource returns a NotConfigured failure unless pipeline is the worker's,
 // slot and publication are its own (or empty: the configured ones) and every table passes
 // CheckTable.
 func (a *Authority) CheckSource(pipeline, slot, publication string, tables []TableConfig) error {
@@ -84,7 +69,7 @@ func (a *Authority) CheckSource(pipeline, slot, publication string, tables []Tab
 		return notConfigured("pipeline %s asks for publication %q; this worker's config has publication %q (source.publication)", pipeline, publication, a.Publication)
 	}
 	for _, t := range tables {
-		if err := a.checkTable(t, ErrTypeNotConfigured); err != nil {
+		if err := a.checkTable(t, failure.NotConfigured); err != nil {
 			return err
 		}
 	}
@@ -115,9 +100,9 @@ func (a *Authority) checkPipeline(pipeline string) error {
 	return nil
 }
 
-// notConfigured is a non-retryable error of type ErrTypeNotConfigured.
+// notConfigured is a failure of type NotConfigured.
 func notConfigured(format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError("refused: "+fmt.Sprintf(format, args...), ErrTypeNotConfigured, nil)
+	return failure.New(failure.NotConfigured, "refused: "+fmt.Sprintf(format, args...), nil)
 }
 
 // configured returns the worker's configured tables of the pipeline with the source's identity

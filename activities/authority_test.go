@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -44,7 +45,7 @@ func TestAuthority(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := tt.auth.CheckSource(tt.pipeline, tt.slot, tt.pub, tt.tables)
+			err := toTemporal(tt.auth.CheckSource(tt.pipeline, tt.slot, tt.pub, tt.tables))
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -52,8 +53,8 @@ func TestAuthority(t *testing.T) {
 				return
 			}
 			var appErr *temporal.ApplicationError
-			if !errors.As(err, &appErr) || appErr.Type() != ErrTypeNotConfigured || !appErr.NonRetryable() {
-				t.Fatalf("got %v, want a non-retryable %s error", err, ErrTypeNotConfigured)
+			if !errors.As(err, &appErr) || appErr.Type() != failure.NotConfigured || !appErr.NonRetryable() {
+				t.Fatalf("got %v, want a non-retryable %s error", err, failure.NotConfigured)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("the refusal %q does not name %q", err, tt.want)
@@ -86,7 +87,7 @@ func TestCommitBatchOfAnotherPipelineRefused(t *testing.T) {
 			in = CommitBatchInput{Table: theirs, Ref: ref}
 		}
 		_, err := env.ExecuteActivity(name, in)
-		checkErr(t, err, ErrTypeNotConfigured, []string{`pipeline "p2"`, `pipeline "p1"`})
+		checkErr(t, err, failure.NotConfigured, []string{`pipeline "p2"`, `pipeline "p1"`})
 	}
 	if len(sink.applied) != 0 {
 		t.Errorf("the sink got %d applies, want none", len(sink.applied))
@@ -109,14 +110,14 @@ func TestTableRemovedFromConfig(t *testing.T) {
 		want   string
 		wantIn []string
 	}{
-		{"table activity, unlisted table", func() error { return cfg.CheckTable(removed) }, ErrTypeTableRemoved, []string{"public.gone", "sluice remove --table public.gone"}},
-		{"source activity, unlisted table", func() error { return cfg.CheckSource("p1", "", "", []TableConfig{removed}) }, ErrTypeNotConfigured, []string{"public.gone"}},
-		{"table activity, another target", func() error { return cfg.CheckTable(retargeted) }, ErrTypeNotConfigured, []string{`target "exfil.orders"`}},
+		{"table activity, unlisted table", func() error { return cfg.CheckTable(removed) }, failure.TableRemoved, []string{"public.gone", "sluice remove --table public.gone"}},
+		{"source activity, unlisted table", func() error { return cfg.CheckSource("p1", "", "", []TableConfig{removed}) }, failure.NotConfigured, []string{"public.gone"}},
+		{"table activity, another target", func() error { return cfg.CheckTable(retargeted) }, failure.NotConfigured, []string{`target "exfil.orders"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			checkErr(t, tt.check(), tt.want, tt.wantIn)
+			checkErr(t, toTemporal(tt.check()), tt.want, tt.wantIn)
 		})
 	}
 	if !cfg.Lists(testTable.Table()) || cfg.Lists(removed.Table()) {

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -40,16 +41,24 @@ var testTable = TableConfig{Pipeline: "p1", Spec: testSpec, Sink: SinkRef{Name: 
 // testAuthority is a worker config holding testTable only.
 var testAuthority = &Authority{Pipeline: "p1", Sink: SinkRef{Name: "lake"}, Tables: []TableConfig{testTable}}
 
-// fakeSink is an in-test sinks.Sink: a committed position and the row positions applied.
+// fakeSink is the activities tests' sinks.Sink: a committed position, the row positions
+// applied and the number of EnsureTable calls. (The commit engine's own tests, in package
+// commit, script every call of theirs.)
 type fakeSink struct {
 	mu       sync.Mutex
 	pos      batch.SourcePosition
 	hasPos   bool
 	applied  [][]batch.Position // per Apply, the rows' positions
 	applyErr error
+	ensured  int
 }
 
-func (s *fakeSink) EnsureTable(context.Context, sinks.TableSpec) error { return nil }
+func (s *fakeSink) EnsureTable(context.Context, sinks.TableSpec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ensured++
+	return nil
+}
 func (s *fakeSink) Position(context.Context, sinks.TableSpec) (batch.SourcePosition, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,13 +136,13 @@ func TestCommitBatch(t *testing.T) {
 		{name: "every row covered, hi not: nothing applied", sinkPos: ptr(sp(200, 0)),
 			wantResult: CommitBatchResult{Position: sp(200, 0), Dropped: 3, Refs: 1}},
 		{name: "another source is an error that says so", sinkPos: ptr(batch.SourcePosition{Source: batch.SourceID{SystemID: "42", Timeline: 2, Slot: "other"}, Position: batch.Position{LSN: 50}}),
-			wantErrType: ErrTypeSourceMismatch, wantInError: []string{"shop.orders", "raw.orders", "another source", "different sources", "sluice resume --table shop.orders"}, wantStaged: true},
+			wantErrType: failure.SourceMismatch, wantInError: []string{"shop.orders", "raw.orders", "another source", "different sources", "sluice resume --table shop.orders"}, wantStaged: true},
 		{name: "poison batch", applyErr: sinks.Poisonf("column %q of raw.orders is integer, cannot hold %q", "note", "n"),
-			wantErrType: ErrTypePoisonBatch, wantInError: []string{"poison batch", "shop.orders", "0/64:0..0/C8:5", `column "note"`, "send resume"}, wantStaged: true},
+			wantErrType: failure.PoisonBatch, wantInError: []string{"poison batch", "shop.orders", "0/64:0..0/C8:5", `column "note"`, "send resume"}, wantStaged: true},
 		{name: "transient failure is retried", applyErr: errors.New("connection reset by peer"),
 			wantErrType: "retryable", wantInError: []string{"connection reset"}, wantStaged: true},
 		{name: "missing staged file of an uncommitted batch", removeFile: true,
-			wantErrType: ErrTypeStagedBatchMissing, wantInError: []string{"shop.orders", "no longer staged", "resync"}},
+			wantErrType: failure.StagedBatchMissing, wantInError: []string{"shop.orders", "no longer staged", "resync"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

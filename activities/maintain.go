@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/sluicecdc/sluice/commit"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -30,7 +32,8 @@ type MaintainResult struct {
 // committed position and is safe to retry: a poison failure becomes a non-retryable
 // MaintenanceFailed error, others are retried. The TableWorkflow runs it between commits and
 // goes on committing whatever it returns.
-func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (MaintainResult, error) {
+func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (_ MaintainResult, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in); err != nil {
 		return MaintainResult{}, err
 	}
@@ -48,7 +51,7 @@ func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (MaintainRes
 	start := time.Now()
 	rep, err := m.Maintain(ctx, in.Spec)
 	a.Metrics.Maintained(in.Pipeline, in.Table().String(), time.Since(start), err)
-	if err := sinkErrorAs(in, "maintaining target", ErrTypeMaintenanceFailed,
+	if err := commit.SinkErrorAs(in.commitTable(), "maintaining target", failure.MaintenanceFailed,
 		"commits go on, the next maintenance runs after the configured number of commits", err); err != nil {
 		return MaintainResult{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/iceberg"
 	"github.com/sluicecdc/sluice/staging"
@@ -48,7 +49,7 @@ func TestMaintainTable(t *testing.T) {
 		{name: "maintainer's report is the result", sink: &maintainingSink{report: sinks.MaintenanceReport{"removed_data_files": 7}},
 			want: MaintainResult{Supported: true, Report: sinks.MaintenanceReport{"removed_data_files": 7}}},
 		{name: "poison failure is non-retryable MaintenanceFailed", sink: &maintainingSink{err: sinks.Poisonf("manifest %s is corrupt", "m1.avro")},
-			wantErrType: ErrTypeMaintenanceFailed, wantInError: []string{"shop.orders", "raw.orders", "m1.avro is corrupt", "commits go on"}},
+			wantErrType: failure.MaintenanceFailed, wantInError: []string{"shop.orders", "raw.orders", "m1.avro is corrupt", "commits go on"}},
 		{name: "transient failure is retried", sink: &maintainingSink{err: errors.New("catalog connection refused")},
 			wantErrType: "retryable", wantInError: []string{"raw.orders", "connection refused"}},
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/reader"
@@ -78,7 +78,8 @@ type ReadStreamResult struct {
 // quiet pipeline does not hold WAL. A TRUNCATE of a table asks that table to resync (discard and
 // backfill again from a snapshot taken after the truncate), which is exact where replaying a
 // truncate is not.
-func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (ReadStreamResult, error) {
+func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStreamResult, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
 		return ReadStreamResult{}, err
 	}
@@ -172,21 +173,20 @@ func readStreamResult(r reader.Result) ReadStreamResult {
 	return ReadStreamResult{Position: r.Position, Confirmed: r.Confirmed, Batches: r.Batches, Rows: r.Rows, Held: slices.Clone(r.Held)}
 }
 
-// readerError gives an error of reader.Read its Temporal class: a SetupError or PoisonError
-// becomes non-retryable with its type, also when it arrives wrapped in a SourceError (the
-// handler's error that stopped the stream: a table renamed under the reader, a batch that cannot
-// be converted), since reading again meets the same changes; any other SourceError is classified
-// by sourceError (its permanence is the source's to say). Temporal honours a non-retryable mark
-// only on the error an activity returns, never on one it wraps, so the mark is made here.
+// readerError gives an error of reader.Read its class: the reader's own marks (SourceSetup, a
+// PoisonBatch of a batch that cannot be converted) keep their type, also when they arrive
+// wrapped in the stream's error, since reading again meets the same changes; a lost slot is
+// SlotLost and another failure the source marked permanent is SourceSetup (its permanence is
+// the source's to say); the rest stays transient.
 func readerError(err error) error {
-	if setup, ok := errors.AsType[*reader.SetupError](err); ok {
-		return temporal.NewNonRetryableApplicationError(setup.Msg, ErrTypeSourceSetup, setup.Err)
+	if err == nil || failure.TypeOf(err) != "" {
+		return err
 	}
-	if poison, ok := errors.AsType[*reader.PoisonError](err); ok {
-		return temporal.NewNonRetryableApplicationError(poison.Msg, ErrTypePoisonBatch, poison.Err)
+	if lost, ok := errors.AsType[*source.SlotLostError](err); ok {
+		return failure.New(failure.SlotLost, err.Error(), lost)
 	}
-	if src, ok := errors.AsType[*reader.SourceError](err); ok {
-		return sourceError(src.What, src.Err)
+	if failure.Is(err) {
+		return failure.New(failure.SourceSetup, err.Error(), err)
 	}
 	return err
 }

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/sluicecdc/sluice/reader"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // TestReaderErrorClass checks the Temporal class the reader's errors get, wrapped or not: a
@@ -15,25 +15,26 @@ import (
 // being read again forever.
 func TestReaderErrorClass(t *testing.T) {
 	t.Parallel()
-	setup := &reader.SetupError{Msg: "pipeline p: public.orders now streams as public.orders_v2"}
-	poison := &reader.PoisonError{Msg: "batch cannot be converted", Err: errors.New("bad value")}
+	setup := failure.New(failure.SourceSetup, "pipeline p: public.orders now streams as public.orders_v2", nil)
+	poison := failure.New(failure.PoisonBatch, "batch cannot be converted", errors.New("bad value"))
 	cases := []struct {
 		name         string
 		err          error
 		nonRetryable bool
 		errType      string
 	}{
-		{"setup", setup, true, ErrTypeSourceSetup},
-		{"poison", poison, true, ErrTypePoisonBatch},
-		{"setup inside the stream's error", &reader.SourceError{What: "streaming pipeline p", Err: setup}, true, ErrTypeSourceSetup},
-		{"poison inside the stream's error", &reader.SourceError{What: "streaming pipeline p", Err: fmt.Errorf("handling: %w", poison)}, true, ErrTypePoisonBatch},
-		{"transient stream failure", &reader.SourceError{What: "streaming pipeline p", Err: errors.New("connection reset")}, false, ""},
+		{"setup", setup, true, failure.SourceSetup},
+		{"poison", poison, true, failure.PoisonBatch},
+		{"setup inside the stream's error", fmt.Errorf("streaming pipeline p: %w", setup), true, failure.SourceSetup},
+		{"poison inside the stream's error", fmt.Errorf("streaming pipeline p: %w", fmt.Errorf("handling: %w", poison)), true, failure.PoisonBatch},
+		{"transient stream failure", fmt.Errorf("streaming pipeline p: %w", errors.New("connection reset")), false, ""},
 		{"plain error", errors.New("boom"), false, ""},
+		{"permanent source failure", fmt.Errorf("streaming pipeline p: %w", failure.Permanentf("no table t")), true, failure.SourceSetup},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			got := readerError(c.err)
+			got := toTemporal(readerError(c.err))
 			app, ok := errors.AsType[*temporal.ApplicationError](got)
 			if !c.nonRetryable {
 				if ok && app.NonRetryable() {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/source"
 )
 
@@ -57,7 +58,8 @@ type SetupResult struct {
 // publication carries exactly the configured tables and that each table's schema can be read. A source
 // that cannot serve the pipeline (preflight problems) is a non-retryable SourceSetup error that
 // names every problem.
-func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (SetupResult, error) {
+func (a *Setup) SetupSource(ctx context.Context, in SetupInput) (_ SetupResult, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckSource(in.Pipeline, in.Slot, in.Publication, in.Tables); err != nil {
 		return SetupResult{}, err
 	}
@@ -96,9 +98,10 @@ const ensureWorkflowsAtOnce = 16
 // tables are backfilled too. Tables whose workflow failed stay stopped for the operator. It is
 // idempotent, starts up to ensureWorkflowsAtOnce tables at once and heartbeats the number of
 // tables done after each one.
-func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) error {
+func (a *Setup) EnsureTableWorkflows(ctx context.Context, tables []TableConfig) (err error) {
+	defer convert(&err)
 	for _, t := range tables {
-		if err := a.Authority.checkTable(t, ErrTypeNotConfigured); err != nil {
+		if err := a.Authority.checkTable(t, failure.NotConfigured); err != nil {
 			return err
 		}
 	}
@@ -130,7 +133,8 @@ type EnsureConfiguredInput struct {
 // EnsureConfiguredTables is EnsureTableWorkflows for every table of the worker's config: the
 // SourceWorkflow calls it when its input lists no tables, so its payloads stay the same size
 // whatever the number of tables.
-func (a *Setup) EnsureConfiguredTables(ctx context.Context, in EnsureConfiguredInput) error {
+func (a *Setup) EnsureConfiguredTables(ctx context.Context, in EnsureConfiguredInput) (err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckSource(in.Pipeline, "", "", nil); err != nil {
 		return err
 	}
@@ -139,7 +143,8 @@ func (a *Setup) EnsureConfiguredTables(ctx context.Context, in EnsureConfiguredI
 
 // TableSchema reads a table's current schema from the source catalog. A TableWorkflow started by
 // hand (signal-with-start from the Temporal CLI) has no columns in its input; its run asks here.
-func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (batch.Schema, error) {
+func (a *Setup) TableSchema(ctx context.Context, in TableConfig) (_ batch.Schema, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in); err != nil {
 		return batch.Schema{}, err
 	}

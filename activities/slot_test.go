@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/reader"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/source"
 )
 
@@ -25,7 +25,7 @@ func TestPositionGap(t *testing.T) {
 		{name: "snapshot at the slot's start", since: 100, stored: ptr(sp(100, 0))},
 		{name: "nothing stored: a backfill", since: 100},
 		{name: "start unknown", stored: ptr(sp(50, 3))},
-		{name: "older than the slot", since: 100, stored: ptr(sp(99, 7)), wantType: ErrTypePositionGap},
+		{name: "older than the slot", since: 100, stored: ptr(sp(99, 7)), wantType: failure.PositionGap},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,8 +47,8 @@ func TestPositionGap(t *testing.T) {
 // also when the reader wraps it.
 func TestSlotLostIsNotRetried(t *testing.T) {
 	t.Parallel()
-	lost := &source.PermanentError{Err: &source.SlotLostError{Slot: "sluice_p", What: "was dropped"}}
-	for _, err := range []error{sourceError("setting up", lost), readerError(&reader.SourceError{What: "streaming pipeline p", Err: lost})} {
-		checkErr(t, err, ErrTypeSlotLost, []string{"sluice_p", "was dropped", "sluice teardown"})
+	lost := failure.Permanent(&source.SlotLostError{Slot: "sluice_p", What: "was dropped"})
+	for _, err := range []error{toTemporal(sourceError("setting up", lost)), toTemporal(readerError(fmt.Errorf("streaming pipeline p: %w", lost)))} {
+		checkErr(t, err, failure.SlotLost, []string{"sluice_p", "was dropped", "sluice teardown"})
 	}
 }

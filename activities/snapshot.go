@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,10 +9,11 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/commit"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/partitions"
@@ -71,7 +71,8 @@ type BeginSnapshotInput struct {
 // BeginSnapshot exports a snapshot consistent with the pipeline's slot and keeps its connection
 // open on this worker for the session's CopyChunk and EndSnapshot. A snapshot this worker still
 // holds for the same table (from a run that failed) is released first.
-func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (SnapshotInfo, error) {
+func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ SnapshotInfo, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return SnapshotInfo{}, err
 	}
@@ -85,7 +86,7 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (Sn
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, in.Table.Table(), err)
 	}
-	if err := sinkError(in.Table, "creating target", sink.EnsureTable(ctx, in.Table.Spec)); err != nil {
+	if err := commit.SinkError(in.Table.commitTable(), "creating target", sink.EnsureTable(ctx, in.Table.Spec)); err != nil {
 		return SnapshotInfo{}, err
 	}
 	snap, err := source.OpenSnapshot(ctx, cfg)
@@ -157,7 +158,8 @@ type CopyChunkResult struct {
 // CopyChunk reads one keyset-paginated chunk under the snapshot and applies it to the sink as a
 // snapshot batch (rows only, zero Hi). Re-applying a chunk is idempotent (upsert by key). Unless
 // the chunk is the last, the next one is read ahead while this one is applied.
-func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkResult, error) {
+func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (_ CopyChunkResult, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return CopyChunkResult{}, err
 	}
@@ -168,9 +170,8 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 	schema := in.Table.Spec.Schema
 	keys := schema.KeyIndexes()
 	if len(in.After) != 0 && len(in.After) != len(keys) {
-		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys)),
-			ErrTypeSourceSetup, nil)
+		return CopyChunkResult{}, failure.Newf(failure.SourceSetup,
+			"table %s: chunk cursor has %d values for %d key columns", schema.Table, len(in.After), len(keys))
 	}
 	limit := in.MaxRows
 	if limit <= 0 {
@@ -181,11 +182,6 @@ func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (CopyChunkR
 	beat := startBeat(ctx, 0, beatInterval, sendHeartbeat[int])
 	defer beat.stop()
 	c, err := held.ReadChunk(ctx, mem, schema, in.After, limit)
-	var be *backfill.BuildError
-	if errors.As(err, &be) {
-		return CopyChunkResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.Err), ErrTypePoisonBatch, be.Err)
-	}
 	if err != nil {
 		return CopyChunkResult{}, sourceError(fmt.Sprintf("reading a chunk of table %s", schema.Table), err)
 	}
@@ -215,7 +211,8 @@ type EndSnapshotInput struct {
 
 // EndSnapshot commits the snapshot's position to the sink (the table is now backfilled) and
 // releases the snapshot's connection.
-func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) error {
+func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) (err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return err
 	}
@@ -250,13 +247,12 @@ func (a *Snapshot) allocator() memory.Allocator {
 func (a *Snapshot) apply(ctx context.Context, t TableConfig, rows []batch.Change, hi batch.SourcePosition) error {
 	b, err := batch.NewRecordBuilder(a.allocator(), t.Spec.Schema)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("table %s: %v", t.Table(), err), ErrTypePoisonBatch, err)
+		return failure.New(failure.PoisonBatch, fmt.Sprintf("table %s: %v", t.Table(), err), err)
 	}
 	defer b.Release()
 	rec, err := b.Build(rows, time.Now())
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", t.Table(), err), ErrTypePoisonBatch, err)
+		return failure.New(failure.PoisonBatch, fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", t.Table(), err), err)
 	}
 	defer rec.Release()
 	return a.applyRecord(ctx, t, rec, hi)
@@ -273,7 +269,7 @@ func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.Rec
 	if err == nil && rec != nil {
 		a.Metrics.BackfillCopied(t.Pipeline, t.Table().String(), rec.NumRows())
 	}
-	return sinkError(t, "writing snapshot rows into", err)
+	return commit.SinkError(t.commitTable(), "writing snapshot rows into", err)
 }
 
 // held returns the snapshot this worker holds under name, or a SnapshotSessionLost error.
@@ -282,9 +278,8 @@ func (a *Snapshot) held(name string, table batch.TableName) (*backfill.Session, 
 	defer a.mu.Unlock()
 	h, ok := a.open[name]
 	if !ok || h.Table() != table {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: this worker does not hold snapshot %s (the worker that exported it is gone); the run re-snapshots", table, name),
-			ErrTypeSnapshotSessionLost, nil)
+		return nil, failure.Newf(failure.SnapshotSessionLost,
+			"table %s: this worker does not hold snapshot %s (the worker that exported it is gone); the run re-snapshots", table, name)
 	}
 	return h, nil
 }
@@ -312,7 +307,8 @@ func (a *Snapshot) release(ctx context.Context, match func(*backfill.Session) bo
 // table's target. A backfill starts with it, so a copy interrupted by a lost session is never
 // trusted. It then ensures the emptied target (a column dropped there by hand comes back). It is
 // idempotent.
-func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
+func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) (err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in); err != nil {
 		return err
 	}
@@ -321,9 +317,9 @@ func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) error {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
 	if err := sink.DiscardSnapshot(ctx, in.Spec); err != nil {
-		return sinkError(in, "discarding the partial snapshot in", err)
+		return commit.SinkError(in.commitTable(), "discarding the partial snapshot in", err)
 	}
 	// The target holds no rows now: a column dropped from it outside Sluice, which EnsureTable
 	// does not add back while rows lack its values, comes back for the backfill to fill.
-	return sinkError(in, "ensuring the emptied target", sink.EnsureTable(ctx, in.Spec))
+	return commit.SinkError(in.commitTable(), "ensuring the emptied target", sink.EnsureTable(ctx, in.Spec))
 }

@@ -2,17 +2,16 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -60,7 +59,8 @@ const defaultApplyBytes = 64 << 20
 // result, so the workflow records the progress and resumes from it. Reads and writes are never
 // cancelled mid-way (a query cancelled mid-read may close the snapshot's connection); only the
 // attempt's deadline bounds them.
-func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (backfill.Cursor, error) {
+func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (_ backfill.Cursor, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return backfill.Cursor{}, err
 	}
@@ -70,9 +70,8 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 	}
 	schema := in.Table.Spec.Schema
 	if len(in.After) != 0 && len(in.After) != len(schema.KeyIndexes()) {
-		return backfill.Cursor{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: copy cursor has %d values for %d key columns", schema.Table, len(in.After), len(schema.KeyIndexes())),
-			ErrTypeSourceSetup, nil)
+		return backfill.Cursor{}, failure.Newf(failure.SourceSetup,
+			"table %s: copy cursor has %d values for %d key columns", schema.Table, len(in.After), len(schema.KeyIndexes()))
 	}
 	from := backfill.Cursor{Last: in.After, Ranges: in.Ranges}
 	if activity.HasHeartbeatDetails(ctx) {
@@ -126,13 +125,9 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 		Stop: ctx.Done(),
 	}
 	at, err := backfill.Copy(work, lim, deps, from)
-	if be, ok := errors.AsType[*backfill.BuildError](err); ok {
-		return at, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("table %s: snapshot rows cannot be converted: %v", schema.Table, be.Err), ErrTypePoisonBatch, be.Err)
-	}
 	if err != nil {
-		if _, isApp := errors.AsType[*temporal.ApplicationError](err); isApp {
-			return at, err // the sink's classification (sinkError)
+		if failure.TypeOf(err) != "" {
+			return at, err // rows that cannot be converted (backfill), or the sink's classification (commit.SinkError)
 		}
 		return at, sourceError(fmt.Sprintf("copying the snapshot of table %s", schema.Table), err)
 	}

@@ -2,36 +2,24 @@ package activities
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/sluicecdc/sluice/batch"
-	"github.com/sluicecdc/sluice/sinks"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// ensureCounting is a fakeSink that counts EnsureTable calls.
-type ensureCounting struct {
-	*fakeSink
-	ensured atomic.Int32
-}
-
-func (s *ensureCounting) EnsureTable(context.Context, sinks.TableSpec) error {
-	s.ensured.Add(1)
-	return nil
-}
-
 // storedPositionEnv is an activity environment whose Commit activities write to one fake sink
 // that holds stored as its position (none when nil) and counts EnsureTable calls.
-func storedPositionEnv(t *testing.T, stored *batch.SourcePosition) (*testsuite.TestActivityEnvironment, *ensureCounting) {
+func storedPositionEnv(t *testing.T, stored *batch.SourcePosition) (*testsuite.TestActivityEnvironment, *fakeSink) {
 	t.Helper()
 	st, err := staging.OpenDir(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := &ensureCounting{fakeSink: &fakeSink{}}
+	sink := &fakeSink{}
 	if stored != nil {
 		sink.pos, sink.hasPos = *stored, true
 	}
@@ -57,13 +45,13 @@ func TestStoredPositionOfAnotherSource(t *testing.T) {
 		{name: "nothing stored", source: &testSource},
 		{name: "source not known (started by hand): the first commit decides", stored: ptr(batch.SourcePosition{Source: other})},
 		{name: "another cluster", source: &testSource, stored: ptr(batch.SourcePosition{Source: other, Position: batch.Position{LSN: 100}}),
-			wantType: ErrTypeSourceMismatch},
+			wantType: failure.SourceMismatch},
 		{name: "another slot", source: &testSource, stored: ptr(batch.SourcePosition{
 			Source: batch.SourceID{SystemID: testSource.SystemID, Timeline: 1, Slot: "sluice_p2"}, Position: batch.Position{LSN: 100}}),
-			wantType: ErrTypeSourceMismatch},
+			wantType: failure.SourceMismatch},
 		{name: "another timeline", source: &testSource, stored: ptr(batch.SourcePosition{
 			Source: batch.SourceID{SystemID: testSource.SystemID, Timeline: 2, Slot: testSource.Slot}, Position: batch.Position{LSN: 100}}),
-			wantType: ErrTypeSourceMismatch},
+			wantType: failure.SourceMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,7 +63,7 @@ func TestStoredPositionOfAnotherSource(t *testing.T) {
 
 			_, err := env.ExecuteActivity("EnsureTable", in)
 			checkErr(t, err, tt.wantType, wantIn)
-			if ensured := sink.ensured.Load() == 1; ensured != (tt.wantType == "") {
+			if ensured := sink.ensured == 1; ensured != (tt.wantType == "") {
 				t.Errorf("the sink's EnsureTable ran: %v, want %v", ensured, tt.wantType == "")
 			}
 			_, err = env.ExecuteActivity("LoadTable", in)

@@ -6,40 +6,12 @@ import (
 	"log/slog"
 	"slices"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/commit"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
-)
-
-// The types of the non-retryable ApplicationErrors activities return. Workflows match on them.
-const (
-	// ErrTypePoisonBatch: the sink cannot write a batch (unknown column, failed cast,
-	// constraint) or the staged file cannot be decoded. The table stops at its committed
-	// position until an operator fixes the cause and resumes.
-	ErrTypePoisonBatch = "PoisonBatch"
-	// ErrTypeSourceMismatch: a batch or a stored position belongs to another source (system id,
-	// timeline or slot) than the one it is compared with; their order is undefined.
-	ErrTypeSourceMismatch = "SourceMismatch"
-	// ErrTypeStagedBatchMissing: a batch that the sink does not hold is no longer staged.
-	ErrTypeStagedBatchMissing = "StagedBatchMissing"
-	// ErrTypeSourceSetup: the source cannot serve the pipeline as configured (wal_level, a missing
-	// table or key, an unsupported column type, privileges). Fix the source or the config, then
-	// restart the pipeline.
-	ErrTypeSourceSetup = "SourceSetup"
-	// ErrTypeSnapshotSessionLost: the worker holding the table's exported snapshot is gone (it
-	// restarted, or the session to it was lost). A snapshot activity that lands on a worker not
-	// holding the snapshot returns it non-retryable; the TableWorkflow then fails its run with
-	// the same type, retryably, and the next run discards the partial snapshot and starts again.
-	ErrTypeSnapshotSessionLost = "SnapshotSessionLost"
-	// ErrTypeInvalidBatchRef: CommitBatch was given a batch of another pipeline or table than
-	// the one it commits to; a bug in the caller, never retried.
-	ErrTypeInvalidBatchRef = "InvalidBatchRef"
-	// ErrTypeMaintenanceFailed: the sink's table maintenance hit a failure retrying cannot fix.
-	// The table goes on committing; the workflow reports it in its status.
-	ErrTypeMaintenanceFailed = "MaintenanceFailed"
 )
 
 // SinkRef names a sink configured on the workers. Only the name travels in workflow inputs and
@@ -67,6 +39,11 @@ type TableConfig struct {
 
 // Table returns the source table's name.
 func (c TableConfig) Table() batch.TableName { return c.Spec.Schema.Table }
+
+// commitTable is the table as the commit engine sees it.
+func (c TableConfig) commitTable() commit.Table {
+	return commit.Table{Pipeline: c.Pipeline, Spec: c.Spec, Sink: c.Sink.Name, Source: c.Source, SlotSince: c.SlotSince}
+}
 
 // SinkProvider gives activities the sink a SinkRef names. The provider owns the sinks: it opens
 // them once, shares them across activities (a Sink is safe for concurrent use by different
@@ -113,13 +90,11 @@ type SourceConfigs func(pipeline string) (source.Config, error)
 // of the workflow's input when it names them.
 func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tables []TableConfig) (source.Config, error) {
 	if configs == nil {
-		return source.Config{}, temporal.NewNonRetryableApplicationError(
-			"this worker has no source configured", ErrTypeSourceSetup, nil)
+		return source.Config{}, failure.New(failure.SourceSetup, "this worker has no source configured", nil)
 	}
 	cfg, err := configs(pipeline)
 	if err != nil {
-		return source.Config{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("pipeline %s: %v", pipeline, err), ErrTypeSourceSetup, err)
+		return source.Config{}, failure.New(failure.SourceSetup, fmt.Sprintf("pipeline %s: %v", pipeline, err), err)
 	}
 	if slot != "" {
 		cfg.Slot = slot
@@ -138,18 +113,6 @@ func sourceConfig(configs SourceConfigs, pipeline, slot, publication string, tab
 		cfg.Tables = append(cfg.Tables, tc)
 	}
 	return cfg, nil
-}
-
-// sourceError turns a permanent source error (a failed preflight, a missing table) into a
-// non-retryable error of type ErrTypeSourceSetup; other errors stay retryable.
-func sourceError(what string, err error) error {
-	if lost := slotLostError(what, err); lost != nil {
-		return lost
-	}
-	if source.IsPermanent(err) {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeSourceSetup, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 // logOrDiscard returns l, or a logger that discards when l is nil.

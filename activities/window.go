@@ -2,10 +2,10 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/commit"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -52,7 +52,8 @@ type LoadTableResult struct {
 // staged batches the sink does not hold yet. A new run of a TableWorkflow (first start, resume,
 // continue-as-new, restart after a lost snapshot session) starts from it. Staged batches of
 // another source than the committed position are a non-retryable SourceMismatch error.
-func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (LoadTableResult, error) {
+func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (_ LoadTableResult, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in.TableConfig); err != nil {
 		return LoadTableResult{}, err
 	}
@@ -60,7 +61,7 @@ func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (LoadTableRes
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
-	pos, ok, err := storedPosition(ctx, sink, in.TableConfig)
+	pos, ok, err := commit.StoredPosition(ctx, sink, in.TableConfig.commitTable())
 	if err != nil {
 		return LoadTableResult{}, err
 	}
@@ -95,7 +96,8 @@ type NextBatchesResult struct {
 // batches when in.HasPosition is false), in commit order: the TableWorkflow's durable queue is
 // the staging store, read a window at a time. It only lists, so it is idempotent. Staged
 // batches of another source than in.After are a non-retryable SourceMismatch error.
-func (a *Commit) NextBatches(ctx context.Context, in NextBatchesInput) (NextBatchesResult, error) {
+func (a *Commit) NextBatches(ctx context.Context, in NextBatchesInput) (_ NextBatchesResult, err error) {
+	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return NextBatchesResult{}, err
 	}
@@ -107,9 +109,5 @@ func (a *Commit) NextBatches(ctx context.Context, in NextBatchesInput) (NextBatc
 }
 
 func (a *Commit) window(ctx context.Context, in TableConfig, after batch.SourcePosition, has bool, l WindowLimit) (staging.Window, error) {
-	w, err := a.Staging.ListWindow(ctx, in.Pipeline, in.Table(), after, has, l.refs(), l.Bytes)
-	if errors.Is(err, batch.ErrDifferentSource) {
-		return staging.Window{}, sourceMismatch(in, err)
-	}
-	return w, err
+	return commit.Window(ctx, a.Staging, in.commitTable(), after, has, l.refs(), l.Bytes)
 }

@@ -220,7 +220,7 @@ func concatChunks(recs []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordB
 	}
 	rec, err := batch.ConcatRecords(mem, recs)
 	if err != nil {
-		return nil, &BuildError{fmt.Errorf("joining %d chunks: %w", len(recs), err)}
+		return nil, buildError("", fmt.Errorf("joining %d chunks: %w", len(recs), err))
 	}
 	return rec, nil
 }

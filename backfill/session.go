@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/source"
 )
 
@@ -52,13 +53,15 @@ type Chunk struct {
 	Last []string // key columns' text of the last row; nil when there are no rows
 }
 
-// BuildError marks a row the record cannot hold (poison), as opposed to a failed read.
-type BuildError struct{ Err error }
-
-func (e *BuildError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the builder's error.
-func (e *BuildError) Unwrap() error { return e.Err }
+// buildError marks a failure to build the record of table's snapshot rows (a row the record
+// cannot hold) as a PoisonBatch, as opposed to a failed read: reading again meets the same rows.
+func buildError(table string, err error) error {
+	msg := "snapshot rows cannot be converted: " + err.Error()
+	if table != "" {
+		msg = "table " + table + ": " + msg
+	}
+	return failure.New(failure.PoisonBatch, msg, err)
+}
 
 // NewSession returns the session of table's backfill under snap, which it closes never: the
 // caller closes snap after StopReadAhead.
@@ -77,7 +80,7 @@ func (h *Session) Snapshot() *source.Snapshot { return h.snap }
 func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema batch.Schema, rng source.KeyRange, after []string, limit int) (Chunk, error) {
 	b, err := batch.NewRecordBuilder(mem, schema)
 	if err != nil {
-		return Chunk{}, &BuildError{err}
+		return Chunk{}, buildError(h.table.String(), err)
 	}
 	defer b.Release()
 	b.Reserve(limit)
@@ -94,7 +97,7 @@ func (h *Session) readRecord(ctx context.Context, mem memory.Allocator, schema b
 	formats := b.BinaryFormats()
 	last, err := h.snap.CopyChunk(ctx, schema, cursor(schema, after), rng, limit, formats, func(c *batch.Change, raw [][]byte) error {
 		if err := b.AppendRow(c, raw, formats, ingest); err != nil {
-			return &BuildError{err}
+			return buildError(h.table.String(), err)
 		}
 		for j, v := range raw {
 			text[j] += len(v)

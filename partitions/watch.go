@@ -21,13 +21,9 @@ const (
 	// PolicyResync discards the target and backfills it from a new snapshot, as after a
 	// TRUNCATE of the table: exact.
 	PolicyResync Policy = "resync"
-	// PolicyStop fails the table with ErrTypePartitionChanged until the operator resyncs it.
+	// PolicyStop fails the table with failure.PartitionChanged until the operator resyncs it.
 	PolicyStop Policy = "stop"
 )
-
-// ErrTypePartitionChanged is the type of the non-retryable error a table with PolicyStop fails
-// with.
-const ErrTypePartitionChanged = "PartitionChanged"
 
 // Catalog reads the source's partitions as they are now (a *source.Fetcher).
 type Catalog interface {

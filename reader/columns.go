@@ -7,18 +7,9 @@ import (
 	"strings"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/source"
 )
-
-// ErrTypeSchemaChanged is the type of the non-retryable error a table fails with after a
-// schema change the stream cannot carry into the sink: a column renamed in place, or retyped in
-// a way that changed the values Postgres holds (text → int). The remedy is a resync.
-const ErrTypeSchemaChanged = "SchemaChanged"
-
-// ErrTypeIdentityChanged is the type of the non-retryable error a table fails with when its
-// replica identity no longer carries its key. Unlike SchemaChanged, the rows are still exact:
-// the remedy is to set the identity back and resume.
-const ErrTypeIdentityChanged = "ReplicaIdentityChanged"
 
 // unfollowable describes the column changes of e the sink cannot follow from the stream ("" when
 // none): renames, whose existing rows keep their values under the new name without a word in the
@@ -43,10 +34,10 @@ func unfollowable(e *source.SchemaEvent) string {
 
 // stopForSchema stops table t after a schema change the stream cannot carry (what, from
 // unfollowable): its batches under the old schema are staged and signalled first, then its
-// workflow fails with ErrTypeSchemaChanged; the reader goes on for the other tables, and this
+// workflow fails with failure.SchemaChanged; the reader goes on for the other tables, and this
 // table's later batches stay staged (holding the slot) until the operator resyncs it.
 func (r *run) stopForSchema(ctx context.Context, t *table, e *source.SchemaEvent, what string) error {
-	return r.stopTable(ctx, t, e, ErrTypeSchemaChanged, what, fmt.Sprintf("table %s: %s at %s; Postgres changed the existing rows without writing them to the WAL, so the "+
+	return r.stopTable(ctx, t, e, failure.SchemaChanged, what, fmt.Sprintf("table %s: %s at %s; Postgres changed the existing rows without writing them to the WAL, so the "+
 		"sink cannot follow from the stream (it would keep the old values and leave the new ones NULL): the table is "+
 		"stopped. Resync it from a new snapshot: sluice resync --table %s (the sink keeps the old column, NULL in every "+
 		"row after the resync; drop it there if unwanted)", e.Table, what, e.Pos, e.Table))
@@ -56,7 +47,7 @@ func (r *run) stopForSchema(ctx context.Context, t *table, e *source.SchemaEvent
 // a DELETE would arrive without the key it removes.
 func (r *run) stopForIdentity(ctx context.Context, t *table, e *source.SchemaEvent) error {
 	what := "the table's " + e.Identity
-	return r.stopTable(ctx, t, e, ErrTypeIdentityChanged, what, fmt.Sprintf("table %s: %s at %s: a DELETE (or a change of the key) would "+
+	return r.stopTable(ctx, t, e, failure.IdentityChanged, what, fmt.Sprintf("table %s: %s at %s: a DELETE (or a change of the key) would "+
 		"arrive without the key it removes, so the sink could not apply it: the table is stopped. Set the replica "+
 		"identity back (ALTER TABLE %s REPLICA IDENTITY DEFAULT, or FULL), then resume the table: sluice resume "+
 		"--table %s (a DELETE made meanwhile stops the reader by name; then resync: sluice resync --table %s)",
@@ -69,7 +60,7 @@ func (r *run) stopTable(ctx context.Context, t *table, e *source.SchemaEvent, er
 	r.log.Error("schema change the stream cannot carry: stopping the table", "table", e.Table.String(), "pos", e.Pos.String(), "change", what)
 	stopper, ok := r.deps.Tables.(TableStopper)
 	if !ok {
-		return &SetupError{Msg: msg}
+		return failure.New(failure.SourceSetup, msg, nil)
 	}
 	if err := stopper.Stop(ctx, t.schema, errType, msg, ""); err != nil {
 		return fmt.Errorf("stopping table %s after a schema change (%s): %w", e.Table, what, err)

@@ -7,5 +7,5 @@
 //
 // The package knows nothing of Temporal. Package activities runs Read as the ReadStream activity:
 // it wires the staging store, the tables' signals and the heartbeat in, and gives the errors
-// marked here (SetupError, PoisonError, SourceError) their Temporal class.
+// marked here (package failure: SourceSetup, PoisonBatch) their Temporal class.
 package reader

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -127,10 +128,10 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 		if e.Old != nil {
 			old = e.Old.Table.String()
 		}
-		return &SetupError{Msg: fmt.Sprintf(
+		return failure.Newf(failure.SourceSetup,
 			"pipeline %s: %s now streams as %s (renamed or moved) at %s; the reader stops rather than skip its changes: "+
 				"set tables[].source to %s in the config, restart the pipeline and resync the table",
-			r.cfg.Pipeline, old, e.Table, e.Pos, e.Table)}
+			r.cfg.Pipeline, old, e.Table, e.Pos, e.Table)
 	}
 	if err := r.flush(ctx, t); err != nil {
 		return err
@@ -225,7 +226,7 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 		clear(c.Changes)
 		c.Changes = nil
 		if err != nil {
-			return &PoisonError{Msg: fmt.Sprintf("table %s: batch %s..%s cannot be converted: %v", c.Table, c.Lo, c.Hi, err), Err: err}
+			return failure.New(failure.PoisonBatch, fmt.Sprintf("table %s: batch %s..%s cannot be converted: %v", c.Table, c.Lo, c.Hi, err), err)
 		}
 		lo := batch.SourcePosition{Source: r.cfg.Source, Position: c.Lo}
 		hi := batch.SourcePosition{Source: r.cfg.Source, Position: c.Hi}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/partitions"
 )
 
@@ -85,9 +86,9 @@ func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Rea
 		}
 		stopper, ok := r.deps.Tables.(TableStopper)
 		if !ok {
-			return &SetupError{Msg: re.StopMessage()}
+			return failure.New(failure.SourceSetup, re.StopMessage(), nil)
 		}
-		if err := stopper.Stop(ctx, t.schema, partitions.ErrTypePartitionChanged, re.StopMessage(), re.Epoch()); err != nil {
+		if err := stopper.Stop(ctx, t.schema, failure.PartitionChanged, re.StopMessage(), re.Epoch()); err != nil {
 			return fmt.Errorf("stopping table %s after a partition change: %w", re.Table, err)
 		}
 		return nil

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -242,7 +243,7 @@ func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
 		var err error
 		if t.buf, err = batch.NewBuffer(s.Table, limits); err != nil {
 			r.close(ctx)
-			return nil, &SetupError{Msg: err.Error(), Err: err}
+			return nil, failure.New(failure.SourceSetup, err.Error(), err)
 		}
 		if err := t.setSchema(s); err != nil {
 			r.close(ctx)
@@ -253,7 +254,7 @@ func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
 	f, err := deps.OpenFetcher(ctx)
 	if err != nil {
 		r.close(ctx)
-		return nil, &SourceError{What: "connecting to the source of pipeline " + cfg.Pipeline, Err: err}
+		return nil, fmt.Errorf("connecting to the source of pipeline %s: %w", cfg.Pipeline, err)
 	}
 	r.fetcher = f
 	return r, nil
@@ -262,11 +263,11 @@ func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
 func (t *table) setSchema(s batch.Schema) error {
 	col, err := batch.NewCollapser(s)
 	if err != nil {
-		return &SetupError{Msg: err.Error(), Err: err}
+		return failure.New(failure.SourceSetup, err.Error(), err)
 	}
 	rec, err := batch.NewRecordBuilder(memory.DefaultAllocator, s)
 	if err != nil {
-		return &SetupError{Msg: fmt.Sprintf("table %s: %v", s.Table, err), Err: err}
+		return failure.New(failure.SourceSetup, fmt.Sprintf("table %s: %v", s.Table, err), err)
 	}
 	if t.rec != nil {
 		t.rec.Release()
@@ -294,7 +295,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Safe: r.held.safe, Logger: r.log,
 		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld, Confirms: r.confirms()})
 	if err != nil {
-		return r.result, &SourceError{What: "starting the stream of pipeline " + r.cfg.Pipeline, Err: err}
+		return r.result, fmt.Errorf("starting the stream of pipeline %s: %w", r.cfg.Pipeline, err)
 	}
 	runFor := r.cfg.RunFor
 	if runFor <= 0 {
@@ -343,7 +344,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	if ctx.Err() != nil {
 		return r.result, ctx.Err()
 	}
-	return r.result, &SourceError{What: "streaming pipeline " + r.cfg.Pipeline, Err: err}
+	return r.result, fmt.Errorf("streaming pipeline %s: %w", r.cfg.Pipeline, err)
 }
 
 // refreshHeld lists the staged batches once more when the stream stops, so its last status

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -46,9 +47,9 @@ func recordedSchemas(ctx context.Context, cfg *Config, store staging.State) (map
 		}
 		var rec schemaRecord
 		if err := json.Unmarshal(data, &rec); err != nil || rec.Schema.Table != s.Table {
-			return nil, &SetupError{Msg: fmt.Sprintf("table %s: the schema record in staging (state %q) cannot be read "+
+			return nil, failure.New(failure.SourceSetup, fmt.Sprintf("table %s: the schema record in staging (state %q) cannot be read "+
 				"(%v); delete it to start from the catalog's schema (a change made while the pipeline was stopped is then "+
-				"not seen)", s.Table, schemaRecordName(s.Table), err), Err: err}
+				"not seen)", s.Table, schemaRecordName(s.Table), err), err)
 		}
 		cfg.Schemas[i] = rec.Schema
 		out[s.Table] = rec

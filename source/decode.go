@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // columnResolver builds the batch.Column of column name of relation rel, of type oid with
@@ -182,7 +183,7 @@ func (d *decoder) update(r *relation, m *pglogrepl.UpdateMessage) (batch.Change,
 
 func (d *decoder) delete(r *relation, m *pglogrepl.DeleteMessage) (batch.Change, error) {
 	if m.OldTuple == nil {
-		return batch.Change{}, permanentf("table %s: a delete arrived without its key (replica identity NOTHING): ALTER TABLE %s REPLICA IDENTITY DEFAULT or FULL",
+		return batch.Change{}, failure.Permanentf("table %s: a delete arrived without its key (replica identity NOTHING): ALTER TABLE %s REPLICA IDENTITY DEFAULT or FULL",
 			r.schema.Table, quoteTable(r.schema.Table))
 	}
 	old, err := tupleValues(r, m.OldTuple)
@@ -227,7 +228,7 @@ func hasText(v batch.Value) bool { return !v.Null && !v.Unchanged }
 // addressed in the destination.
 func checkKeyPresent(r *relation, vals []batch.Value, which string) error {
 	if len(r.keys) == 0 {
-		return permanentf("table %s has no key columns (a schema change dropped them?): restore the key or resync the table", r.schema.Table)
+		return failure.Permanentf("table %s has no key columns (a schema change dropped them?): restore the key or resync the table", r.schema.Table)
 	}
 	for _, k := range r.keys {
 		if hasText(vals[k]) {
@@ -235,10 +236,10 @@ func checkKeyPresent(r *relation, vals []batch.Value, which string) error {
 		}
 		col := r.schema.Columns[k].Name
 		if vals[k].Unchanged {
-			return permanentf("table %s: key column %s arrived as an unchanged TOAST value without an old tuple to take it from: ALTER TABLE %s REPLICA IDENTITY FULL",
+			return failure.Permanentf("table %s: key column %s arrived as an unchanged TOAST value without an old tuple to take it from: ALTER TABLE %s REPLICA IDENTITY FULL",
 				r.schema.Table, col, quoteTable(r.schema.Table))
 		}
-		return permanentf("table %s: the %s tuple has no value for key column %s; the replica identity must carry the key: ALTER TABLE %s REPLICA IDENTITY FULL",
+		return failure.Permanentf("table %s: the %s tuple has no value for key column %s; the replica identity must carry the key: ALTER TABLE %s REPLICA IDENTITY FULL",
 			r.schema.Table, which, col, quoteTable(r.schema.Table))
 	}
 	return nil

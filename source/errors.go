@@ -22,35 +22,6 @@ var errSnapshotClosed = errors.New("the snapshot is closed")
 // ErrStreamEnded is returned when the server ends the replication stream on its own.
 var ErrStreamEnded = errors.New("replication stream ended by the server")
 
-// PermanentError marks a failure that retrying cannot fix (a configuration or schema problem the
-// operator must resolve). The activity turns it into a non-retryable error.
-type PermanentError struct {
-	Err error
-}
-
-// Error returns the cause's message.
-func (e *PermanentError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the cause.
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-func permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &PermanentError{Err: err}
-}
-
-func permanentf(format string, args ...any) error {
-	return permanent(fmt.Errorf(format, args...))
-}
-
-// IsPermanent reports whether err (or an error it wraps) is a PermanentError.
-func IsPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p)
-}
-
 // Problem is one thing found wrong by the preflight checks: what (the setting, table or column),
 // why, and how to fix it.
 type Problem struct {

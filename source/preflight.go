@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // Check runs the preflight checks of cfg against the source database and returns every problem
@@ -17,7 +18,7 @@ import (
 // are what the operator must fix. It changes nothing in the database.
 func Check(ctx context.Context, cfg Config) ([]Problem, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, permanent(err)
+		return nil, failure.Permanent(err)
 	}
 	conn, err := connect(ctx, cfg.DSN)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
 
@@ -36,7 +37,7 @@ func TestPreflightReportsEveryProblem(t *testing.T) {
 	defer cancel()
 	_, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler))
 	var pe *PreflightError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrPreflight) || !IsPermanent(err) {
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPreflight) || !failure.Is(err) {
 		t.Fatalf("want a permanent *PreflightError, got %v", err)
 	}
 	want := []struct{ subject, message string }{

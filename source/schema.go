@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // typeInfo is what the Arrow mapping needs to know about a column's type beyond its OID.
@@ -270,15 +271,15 @@ func DiscoverSchema(ctx context.Context, conn *pgx.Conn, tc TableConfig) (batch.
 		return batch.Schema{}, err
 	}
 	if !ti.Exists {
-		return batch.Schema{}, permanentf("table %s does not exist: create it or remove it from the pipeline's tables", table)
+		return batch.Schema{}, failure.Permanentf("table %s does not exist: create it or remove it from the pipeline's tables", table)
 	}
 	k := keyColumns(ti, tc.Key)
 	if len(k) == 0 {
-		return batch.Schema{}, permanentf("table %s has no primary key: add one, or name a key for it in the pipeline config", table)
+		return batch.Schema{}, failure.Permanentf("table %s has no primary key: add one, or name a key for it in the pipeline config", table)
 	}
 	for _, name := range k {
 		if _, ok := ti.hasColumn(name); !ok {
-			return batch.Schema{}, permanentf("table %s has no column %q named in its key: fix the key in the pipeline config", table, name)
+			return batch.Schema{}, failure.Permanentf("table %s has no column %q named in its key: fix the key in the pipeline config", table, name)
 		}
 	}
 	ti.Columns = publishedColumns(ti.Columns, tc)

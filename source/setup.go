@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // Info is what Setup learned about the source.
@@ -46,7 +47,7 @@ func (i Info) TableSince(table batch.TableName) uint64 {
 // publication exists.
 func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 	if err := cfg.Validate(); err != nil {
-		return Info{}, permanent(err)
+		return Info{}, failure.Permanent(err)
 	}
 	conn, err := connect(ctx, cfg.DSN)
 	if err != nil {
@@ -70,7 +71,7 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 		return Info{}, err
 	}
 	if len(problems) > 0 {
-		return Info{}, permanent(&PreflightError{Problems: problems})
+		return Info{}, failure.Permanent(&PreflightError{Problems: problems})
 	}
 	if err := ensurePublication(ctx, conn, cfg, log); err != nil {
 		return Info{}, err

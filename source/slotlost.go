@@ -14,12 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // SlotLostError says the pipeline's slot can no longer deliver the changes the tables need: it
 // was dropped, or invalidated (its WAL removed past max_slot_wal_keep_size). Retrying cannot
 // fix it; every table may have missed changes and must be backfilled again. Setup and
-// Reader.Run return it wrapped in a PermanentError.
+// Reader.Run return it marked permanent (failure.Permanent).
 type SlotLostError struct {
 	Slot string
 	// What happened: "was dropped", "was invalidated ...".
@@ -37,7 +38,7 @@ func (e *SlotLostError) Error() string {
 
 // slotLost is the permanent error of a lost slot.
 func slotLost(slot, what string) error {
-	return permanent(&SlotLostError{Slot: slot, What: what})
+	return failure.Permanent(&SlotLostError{Slot: slot, What: what})
 }
 
 // invalidated is what a slot whose wal_status is lost went through.

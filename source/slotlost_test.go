@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 func TestCheckSlotLost(t *testing.T) {
@@ -38,7 +39,7 @@ func TestCheckSlotLost(t *testing.T) {
 				return
 			}
 			lost, ok := errors.AsType[*SlotLostError](err)
-			if !ok || !IsPermanent(err) {
+			if !ok || !failure.Is(err) {
 				t.Fatalf("got %v, want a permanent SlotLostError", err)
 			}
 			for _, want := range []string{"replication slot s", tc.want, "sluice teardown", "sluice resync"} {
@@ -83,7 +84,7 @@ func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = r.Run(ctx, func(context.Context, Event) error { return nil })
-	if _, ok := errors.AsType[*SlotLostError](err); !ok || !IsPermanent(err) {
+	if _, ok := errors.AsType[*SlotLostError](err); !ok || !failure.Is(err) {
 		t.Fatalf("streaming a dropped slot: %v, want a permanent SlotLost", err)
 	}
 

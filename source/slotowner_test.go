@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/failure"
 )
 
 func TestParseSlotRecord(t *testing.T) {
@@ -54,7 +56,7 @@ func TestSetupRefusesAnotherPipelinesSlot(t *testing.T) {
 		t.Helper()
 		_, err := Setup(ctx, cfg, slog.New(slog.DiscardHandler))
 		pf, ok := errors.AsType[*PreflightError](err)
-		if !ok || !IsPermanent(err) {
+		if !ok || !failure.Is(err) {
 			t.Fatalf("setup of a pipeline naming another pipeline's slot: %v, want a permanent preflight error", err)
 		}
 		for _, want := range []string{"replication slot " + owner.Slot, `belongs to pipeline "shop"`, "publication " + owner.Publication,
@@ -162,7 +164,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 	defer lcancel()
 	err = r.Run(lctx, func(context.Context, Event) error { return nil })
 	lost, ok := errors.AsType[*SlotLostError](err)
-	if !ok || !IsPermanent(err) {
+	if !ok || !failure.Is(err) {
 		t.Fatalf("streaming a slot created again by hand: %v, want a permanent SlotLost", err)
 	}
 	for _, want := range []string{"created again", formatLSN(recorded), formatLSN(db.slotConfirmed(t, cfg.Slot)), "sluice resync"} {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // Snapshot is an exported snapshot whose LSN is exact with respect to the pipeline slot's stream,
@@ -61,7 +62,7 @@ type Snapshot struct {
 // moved past.
 func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, permanent(err)
+		return nil, failure.Permanent(err)
 	}
 	rconn, err := connectReplication(ctx, cfg.DSN)
 	if err != nil {
@@ -285,7 +286,7 @@ func (s *Snapshot) ScanChunk(ctx context.Context, schema batch.Schema, after []b
 	}
 	sql, err := chunkQuery(schema, s.where[schema.Table], after != nil, limit)
 	if err != nil {
-		return nil, permanent(err)
+		return nil, failure.Permanent(err)
 	}
 	keys := schema.KeyIndexes()
 	var params [][]byte

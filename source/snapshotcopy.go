@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // KeyRange bounds a snapshot read to the rows whose first key column, an integer, lies in
@@ -51,7 +52,7 @@ func (s *Snapshot) CopyChunk(ctx context.Context, schema batch.Schema, after []b
 	}
 	sql, err := copyChunkQuery(schema, s.where[schema.Table], after, rng, limit, formats)
 	if err != nil {
-		return nil, permanent(err)
+		return nil, failure.Permanent(err)
 	}
 	keys := schema.KeyIndexes()
 	conn, put, err := s.acquire(ctx)

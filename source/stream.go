@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // SafeFunc reports what the caller has not yet durably committed: the lowest position of any
@@ -109,7 +110,7 @@ type Reader struct {
 // NewReader checks the options; it connects to nothing (Run does).
 func NewReader(cfg Config, opts StreamOptions) (*Reader, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, permanent(err)
+		return nil, failure.Permanent(err)
 	}
 	if opts.Safe == nil {
 		return nil, errors.New("stream options: Safe is required")
@@ -225,7 +226,7 @@ func (r *Reader) tableOIDs(ctx context.Context, conn *pgx.Conn, dec *decoder) er
 	var allTables bool
 	err := conn.QueryRow(ctx, `SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1`, r.cfg.Publication).Scan(&allTables)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return permanentf("publication %s does not exist: run the pipeline's setup", r.cfg.Publication)
+		return failure.Permanentf("publication %s does not exist: run the pipeline's setup", r.cfg.Publication)
 	}
 	if err != nil {
 		return fmt.Errorf("reading publication %s: %w", r.cfg.Publication, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // maxLookupKeys bounds the keys of one lookup query (Postgres allows 65535 parameters).
@@ -70,7 +71,7 @@ func NeedsFill(c batch.Change) bool {
 func (f *Fetcher) Fill(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error) {
 	keys := schema.KeyIndexes()
 	if len(keys) == 0 {
-		return nil, permanentf("table %s has no key columns: unchanged TOAST values cannot be fetched", schema.Table)
+		return nil, failure.Permanentf("table %s has no key columns: unchanged TOAST values cannot be fetched", schema.Table)
 	}
 	var (
 		need   []int // indexes of changes to fill

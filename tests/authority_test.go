@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/workflows"
 )
@@ -65,8 +66,8 @@ func TestWorkerConfigIsTheOnlyAuthority(t *testing.T) {
 		err = run.Get(ctx, nil)
 		cancel()
 		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeNotConfigured {
-			t.Fatalf("%s: the workflow ended with %v, want a %s failure", c.name, err, activities.ErrTypeNotConfigured)
+		if !errors.As(err, &appErr) || appErr.Type() != failure.NotConfigured {
+			t.Fatalf("%s: the workflow ended with %v, want a %s failure", c.name, err, failure.NotConfigured)
 		}
 		if !strings.Contains(appErr.Error(), c.want) {
 			t.Errorf("%s: the failure %q does not name what was refused (%q)", c.name, appErr.Error(), c.want)

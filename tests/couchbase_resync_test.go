@@ -3,7 +3,7 @@ package tests
 import (
 	"testing"
 
-	"github.com/sluicecdc/sluice/partitions"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // TestCouchbaseResyncAfterStreaming resyncs a Couchbase target that has streamed: public.items
@@ -33,8 +33,8 @@ func TestCouchbaseResyncAfterStreaming(t *testing.T) {
 	s.waitEqual()
 
 	s.p.exec(`ALTER TABLE public.items DETACH PARTITION public.items_high`)
-	if appErr := s.p.waitTableFailed(itemsTable); appErr.Type() != partitions.ErrTypePartitionChanged {
-		t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, partitions.ErrTypePartitionChanged)
+	if appErr := s.p.waitTableFailed(itemsTable); appErr.Type() != failure.PartitionChanged {
+		t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, failure.PartitionChanged)
 	}
 	t.Logf("sluice resync: %s", s.p.sluice("resync", "--table", "public.items"))
 	s.p.exec(`UPDATE public.items SET qty = -3 WHERE id BETWEEN 300 AND 310`, `DELETE FROM public.items WHERE id BETWEEN 400 AND 410`)

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/testkit/localrun"
 	"github.com/sluicecdc/sluice/testkit/testenv"
 )
@@ -212,7 +212,7 @@ func TestMetricsFollowThePipeline(t *testing.T) {
 	p.exec(`INSERT INTO public.b VALUES (5000, 'poisoned', 5000)`)
 	p.waitTableFailed(tableB)
 	waitMetric(t, addr, "the failed table in the metrics", time.Minute, func(s scrape) (bool, string) {
-		n, _ := s.value("sluice_tables_failed", map[string]string{"pipeline": p.name, "error_type": activities.ErrTypePoisonBatch})
+		n, _ := s.value("sluice_tables_failed", map[string]string{"pipeline": p.name, "error_type": failure.PoisonBatch})
 		return n == 1, fmt.Sprintf("sluice_tables_failed{error_type=PoisonBatch} = %v, want 1", n)
 	})
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/partitions"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // partitionedItemsDDL makes public.items (the columns of itemsDDL) a table partitioned by range
@@ -190,8 +190,8 @@ func TestPartitionChangesTheWALCannotShow(t *testing.T) {
 				s.p.exec(c.sql...)
 				if policy == "stop" {
 					appErr := s.p.waitTableFailed(itemsTable)
-					if appErr.Type() != partitions.ErrTypePartitionChanged {
-						t.Fatalf("%s: the table failed with %s (%v), want %s", c.name, appErr.Type(), appErr, partitions.ErrTypePartitionChanged)
+					if appErr.Type() != failure.PartitionChanged {
+						t.Fatalf("%s: the table failed with %s (%v), want %s", c.name, appErr.Type(), appErr, failure.PartitionChanged)
 					}
 					for _, want := range []string{"public.items", c.partition, "sluice resync --table public.items"} {
 						if !strings.Contains(appErr.Error(), want) {

@@ -14,8 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/testkit/testenv"
@@ -106,8 +106,8 @@ func runPoison(t *testing.T, tc poisonCase) {
 	}
 
 	appErr := p.waitTableFailed(tableA)
-	if appErr.Type() != activities.ErrTypePoisonBatch {
-		t.Fatalf("table a failed with %s (%v), want %s", appErr.Type(), appErr, activities.ErrTypePoisonBatch)
+	if appErr.Type() != failure.PoisonBatch {
+		t.Fatalf("table a failed with %s (%v), want %s", appErr.Type(), appErr, failure.PoisonBatch)
 	}
 	msg := appErr.Error()
 	t.Logf("table a failed: %s: %s", appErr.Type(), shortText(msg, 600))

@@ -9,8 +9,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
@@ -72,8 +72,8 @@ func TestPoisonBatchStopsOneTableAndResumeConverges(t *testing.T) {
 	}
 
 	appErr := p.waitTableFailed(tableA)
-	if appErr.Type() != activities.ErrTypePoisonBatch {
-		t.Fatalf("table a failed with %s (%v), want %s", appErr.Type(), appErr, activities.ErrTypePoisonBatch)
+	if appErr.Type() != failure.PoisonBatch {
+		t.Fatalf("table a failed with %s (%v), want %s", appErr.Type(), appErr, failure.PoisonBatch)
 	}
 	t.Logf("table a failed: %s: %s", appErr.Type(), appErr.Error())
 	for _, want := range []string{"public.a", "qty"} {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/reader"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // TestSchemaChangesEverySink runs the schema-change matrix of docs/schema-changes.md on every
@@ -77,13 +77,13 @@ func TestSchemaChangesEverySink(t *testing.T) {
 	}
 }
 
-// checkSchemaStop waits for public.items to stop with reader.ErrTypeSchemaChanged and checks
+// checkSchemaStop waits for public.items to stop with failure.SchemaChanged and checks
 // that the error names the change and the remedy.
 func checkSchemaStop(t *testing.T, s *sinkTarget, change string) {
 	t.Helper()
 	appErr := s.p.waitTableFailed(itemsTable)
-	if appErr.Type() != reader.ErrTypeSchemaChanged {
-		t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, reader.ErrTypeSchemaChanged)
+	if appErr.Type() != failure.SchemaChanged {
+		t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, failure.SchemaChanged)
 	}
 	for _, want := range []string{change, "sluice resync --table public.items"} {
 		if !strings.Contains(appErr.Error(), want) {
@@ -114,8 +114,8 @@ func TestReplicaIdentityChangeStopsTheTable(t *testing.T) {
 				`ALTER TABLE public.items REPLICA IDENTITY USING INDEX items_name_uq`,
 				`UPDATE public.items SET qty = coalesce(qty, 0) + 1 WHERE id <= 5`)
 			appErr := s.p.waitTableFailed(itemsTable)
-			if appErr.Type() != reader.ErrTypeIdentityChanged {
-				t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, reader.ErrTypeIdentityChanged)
+			if appErr.Type() != failure.IdentityChanged {
+				t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, failure.IdentityChanged)
 			}
 			for _, want := range []string{"replica identity USING INDEX, which does not carry key column id", "REPLICA IDENTITY DEFAULT", "sluice resume --table public.items"} {
 				if !strings.Contains(appErr.Error(), want) {

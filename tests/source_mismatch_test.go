@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/testkit/localrun"
 )
 
@@ -61,8 +61,8 @@ func storedPositionFromAnotherSource(t *testing.T, sk sinkKind) {
 	// B's table stops before any change of B's source is written: no batch is needed to notice.
 	appErr := b.waitTableFailed(itemsTable)
 	t.Logf("pipeline B's table stopped: %s: %s", appErr.Type(), appErr.Message())
-	if appErr.Type() != activities.ErrTypeSourceMismatch {
-		t.Errorf("error type %s, want %s", appErr.Type(), activities.ErrTypeSourceMismatch)
+	if appErr.Type() != failure.SourceMismatch {
+		t.Errorf("error type %s, want %s", appErr.Type(), failure.SourceMismatch)
 	}
 	msg := appErr.Message()
 	for _, want := range []string{
@@ -79,7 +79,7 @@ func storedPositionFromAnotherSource(t *testing.T, sk sinkKind) {
 	if serr == nil {
 		t.Errorf("sluice status exited 0 with a failed table:\n%s", status)
 	}
-	if !strings.Contains(status, activities.ErrTypeSourceMismatch) {
+	if !strings.Contains(status, failure.SourceMismatch) {
 		t.Errorf("sluice status of pipeline B does not show the failure:\n%s", status)
 	}
 

@@ -3,9 +3,11 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/sluicecdc/sluice/internal/faults"
@@ -31,5 +33,31 @@ func faultInterceptors(p *faults.Points) []interceptor.WorkerInterceptor {
 	if p == nil {
 		return nil
 	}
-	return []interceptor.WorkerInterceptor{&faults.ActivityKiller{Points: p}}
+	return []interceptor.WorkerInterceptor{&activityKiller{points: p}}
+}
+
+// activityKiller is a worker interceptor that passes the point ActivityStart at the start of
+// every activity the worker runs, before the activity's code: an armed fault for that activity
+// type kills the worker there. Only a build with the faults tag has it, so the product's
+// activities carry no hook (and package faults imports nothing of Temporal).
+type activityKiller struct {
+	interceptor.WorkerInterceptorBase
+	points *faults.Points
+}
+
+// InterceptActivity wraps one activity execution.
+func (k *activityKiller) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &killerInbound{points: k.points}
+	i.Next = next
+	return i
+}
+
+type killerInbound struct {
+	interceptor.ActivityInboundInterceptorBase
+	points *faults.Points
+}
+
+func (i *killerInbound) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	i.points.HitActivity(activity.GetInfo(ctx).ActivityType.Name)
+	return i.Next.ExecuteActivity(ctx, in)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/partitions"
 )
 
@@ -47,7 +48,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 	})
 	if err != nil {
 		return temporal.NewApplicationError(fmt.Sprintf("table %s: creating the snapshot session: %v", t.in.Table(), err),
-			activities.ErrTypeSnapshotSessionLost, err)
+			failure.SnapshotSessionLost, err)
 	}
 	defer workflow.CompleteSession(sctx)
 	sctx = workflow.WithActivityOptions(sctx, workflow.ActivityOptions{
@@ -125,7 +126,7 @@ func (t *table) backfillRetrying(ctx workflow.Context) error {
 			}
 			return nil
 		}
-		if ctx.Err() != nil || !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeSnapshotSessionLost || t.continueAsNewDue(ctx) {
+		if ctx.Err() != nil || !errors.As(err, &appErr) || appErr.Type() != failure.SnapshotSessionLost || t.continueAsNewDue(ctx) {
 			return err
 		}
 		t.lastError = fmt.Sprintf("backfilling (snapshot session lost, attempt %d; starting again): %v", failures, err)
@@ -148,7 +149,7 @@ func (t *table) backfillRetrying(ctx workflow.Context) error {
 // next run re-snapshots from a clean table.
 func (t *table) sessionError(sctx workflow.Context, step string, err error) error {
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.NonRetryable() && appErr.Type() != activities.ErrTypeSnapshotSessionLost {
+	if errors.As(err, &appErr) && appErr.NonRetryable() && appErr.Type() != failure.SnapshotSessionLost {
 		return err
 	}
 	state := "running"
@@ -161,7 +162,7 @@ func (t *table) sessionError(sctx workflow.Context, step string, err error) erro
 	return temporal.NewApplicationError(
 		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the backfill discards the partial snapshot and starts again",
 			t.in.Table(), step, state, t.snapshot.Rows, t.snapshot.EstimatedRows, err),
-		activities.ErrTypeSnapshotSessionLost, err)
+		failure.SnapshotSessionLost, err)
 }
 
 // refreshSchema reads the source table's current columns before a backfill and, when they

@@ -13,8 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/activities"
-	"github.com/sluicecdc/sluice/partitions"
-	"github.com/sluicecdc/sluice/reader"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -110,11 +109,11 @@ func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig,
 // by a resync, and why.
 func resyncOnly(errType string) (why string, ok bool) {
 	switch errType {
-	case activities.ErrTypeStagedBatchMissing:
+	case failure.StagedBatchMissing:
 		return "a batch it had not committed is no longer staged, so resuming would skip that batch's changes", true
-	case reader.ErrTypeSchemaChanged:
+	case failure.SchemaChanged:
 		return "a rename or a retype rewrote the existing rows without writing them to the WAL", true
-	case partitions.ErrTypePartitionChanged:
+	case failure.PartitionChanged:
 		return "a partition attached holding rows, or detached, dropped or truncated, changed rows the stream never carried", true
 	}
 	return "", false

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -121,7 +122,7 @@ func (w *world) commit(_ context.Context, in activities.CommitBatchInput) (activ
 	for _, r := range group {
 		if err := w.poison[r.URI]; err != nil {
 			return activities.CommitBatchResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("poison batch: table %s, batch %s: %v", r.Table, r.Range(), err), activities.ErrTypePoisonBatch, err)
+				fmt.Sprintf("poison batch: table %s, batch %s: %v", r.Table, r.Range(), err), failure.PoisonBatch, err)
 		}
 	}
 	// As CommitBatch does: each batch against the position the ones before it leave, in one

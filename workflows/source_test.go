@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 func TestSourceWorkflowSetsUpReadsAndContinuesAsNew(t *testing.T) {
@@ -131,7 +132,7 @@ func TestSourceWorkflowStopsOnNonRetryableReaderError(t *testing.T) {
 	// the workflow at once instead of retrying forever.
 	env.ExecuteWorkflow(SourceWorkflowType, SourceInput{Pipeline: "p1"})
 	var appErr *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeSourceSetup {
-		t.Fatalf("workflow ended with %v, want %s", err, activities.ErrTypeSourceSetup)
+	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != failure.SourceSetup {
+		t.Fatalf("workflow ended with %v, want %s", err, failure.SourceSetup)
 	}
 }

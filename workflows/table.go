@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -201,7 +202,7 @@ func (t *table) commitNext(ctx workflow.Context) error {
 	var res activities.CommitBatchResult
 	if err := t.exec(ctx, opts, commitActs.CommitBatch, in, &res); err != nil {
 		var appErr *temporal.ApplicationError
-		if len(g) > 1 && errors.As(err, &appErr) && appErr.Type() == activities.ErrTypePoisonBatch {
+		if len(g) > 1 && errors.As(err, &appErr) && appErr.Type() == failure.PoisonBatch {
 			t.isolate = len(g)
 			workflow.GetLogger(ctx).Warn("a group of batches is poison; committing them one at a time",
 				"table", t.in.Table().String(), "batches", len(g), "error", err)
@@ -300,7 +301,7 @@ func (t *table) next() TableInput {
 // cleanly in StateRemoved, so the next `sluice start` of a config that lists it again starts it.
 func (t *table) fail(ctx workflow.Context, err error) error {
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeTableRemoved {
+	if errors.As(err, &appErr) && appErr.Type() == failure.TableRemoved {
 		t.lastError = appErr.Message()
 		workflow.GetLogger(ctx).Warn("table removed from the workers' config; its run ends", "table", t.in.Table().String())
 		return t.setState(ctx, StateRemoved)

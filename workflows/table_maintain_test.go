@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/failure"
 )
 
 // onMaintain mocks MaintainTable: each call is recorded in w.applied as "maintain@<sink LSN>" and
@@ -105,7 +106,7 @@ func TestTableWorkflowFailingMaintenanceDoesNotStopCommits(t *testing.T) {
 		{name: "transient failure retried a bounded number of times", err: errors.New("catalog unreachable"),
 			wantAttempts: MaintainAttempts, wantInError: "catalog unreachable"},
 		{name: "non-retryable failure tried once", err: temporal.NewNonRetryableApplicationError(
-			"maintenance of raw.orders failed: manifest unreadable", activities.ErrTypeMaintenanceFailed, nil),
+			"maintenance of raw.orders failed: manifest unreadable", failure.MaintenanceFailed, nil),
 			wantAttempts: 1, wantInError: "manifest unreadable"},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/partitions"
 )
 
@@ -306,12 +307,12 @@ func TestTableWorkflowStopSignal(t *testing.T) {
 			env := newEnv(t, w, time.Second)
 			for i, e := range tt.epochs {
 				env.RegisterDelayedCallback(func() {
-					env.SignalWorkflow(SignalStop, StopRequest{Type: partitions.ErrTypePartitionChanged, Message: "table shop.orders: partition gone", Epoch: e})
+					env.SignalWorkflow(SignalStop, StopRequest{Type: failure.PartitionChanged, Message: "table shop.orders: partition gone", Epoch: e})
 				}, time.Duration(i+1)*time.Minute)
 			}
 			err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour)
 			var appErr *temporal.ApplicationError
-			stopped := errors.As(err, &appErr) && appErr.Type() == partitions.ErrTypePartitionChanged
+			stopped := errors.As(err, &appErr) && appErr.Type() == failure.PartitionChanged
 			if stopped != tt.wantStop {
 				t.Fatalf("run ended with %v; want stopped: %v", err, tt.wantStop)
 			}

@@ -1,7 +1,7 @@
 // Package faults is a testing hook for the fault-injection suites: it lets a test make a worker
 // crash itself (SIGKILL, as the kernel's OOM killer or a power cut would, never a clean exit) at
 // a named point of the commit path or as an activity of a given type starts (ActivityStart,
-// through the worker interceptor ActivityKiller), or break the commit path on purpose (a
+// through a worker interceptor of the worker binary), or break the commit path on purpose (a
 // mutation) to prove the suites can fail.
 //
 // The fault points exist only in a build with the faults tag (go build -tags faults), which the

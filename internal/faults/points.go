@@ -39,6 +39,6 @@ const (
 	//
 	// kills the worker as it starts its second LoadTable. The recovery-time tests use it to lose a
 	// worker in every kind of activity. The hook is a worker interceptor that only a build with the
-	// faults tag has (ActivityKiller).
+	// faults tag has (package worker, faults_armed.go).
 	ActivityStart Point = "activity.start"
 )
