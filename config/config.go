@@ -339,11 +339,8 @@ type Metadata struct {
 // SourceName returns the parsed source table; ok is false when Source is not a valid
 // schema-qualified name (Validate reports it).
 func (t Table) SourceName() (name batch.TableName, ok bool) {
-	parts, err := parseQualified(t.Source)
-	if err != nil || len(parts) != 2 {
-		return batch.TableName{}, false
-	}
-	return batch.TableName{Schema: parts[0], Name: parts[1]}, true
+	name, err := batch.ParseTableName(t.Source)
+	return name, err == nil
 }
 
 // KeyColumns returns the key override as column names (quotes removed, unquoted names folded
@@ -363,7 +360,7 @@ func columnNames(list []string) []string {
 	}
 	cols := make([]string, 0, len(list))
 	for _, k := range list {
-		name, err := parseIdent(k)
+		name, err := batch.ParseIdent(k)
 		if err != nil {
 			name = k
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -108,10 +109,10 @@ func (v *validator) source(s *Source) {
 			v.ps.add("source.dsn", "%v", err)
 		}
 	}
-	if s.Slot != "" && (!slotRe.MatchString(s.Slot) || len(s.Slot) > maxPGName) {
+	if s.Slot != "" && !batch.ValidSlotName(s.Slot) {
 		v.ps.add("source.slot", "%q is not a valid slot name; Postgres allows lower-case letters, digits and _, at most 63 characters", s.Slot)
 	}
-	if s.Publication != "" && (!publicationRe.MatchString(s.Publication) || len(s.Publication) > maxPGName) {
+	if s.Publication != "" && (!publicationRe.MatchString(s.Publication) || len(s.Publication) > batch.MaxNameLen) {
 		v.ps.add("source.publication", "%q is not allowed; use lower-case letters, digits and _ (not starting with a digit), at most 63 characters", s.Publication)
 	}
 	if s.SnapshotChunkRows < 1 {

@@ -3,6 +3,8 @@ package config
 import (
 	"net/url"
 	"strings"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // sinkSections lists, per sink type, whether its section is set.
@@ -74,7 +76,7 @@ func (v *validator) plugin(pl *Plugin) {
 			v.ps.add(p+"position_store.dsn", "%v", err)
 		}
 	}
-	if sc := pl.PositionStore.Schema; !identRe.MatchString(sc) || len(sc) > maxPGName {
+	if sc := pl.PositionStore.Schema; !batch.PlainName(sc) || len(sc) > batch.MaxNameLen {
 		v.ps.add(p+"position_store.schema", "%q is not allowed; use letters, digits and _ (not starting with a digit), at most 63 characters", sc)
 	}
 }
@@ -157,7 +159,7 @@ func (v *validator) iceberg(ice *Iceberg) {
 
 func (v *validator) clickhouse(ch *ClickHouse) {
 	v.hostPort("sink.clickhouse.addr", ch.Addr)
-	if !identRe.MatchString(ch.Database) {
+	if !batch.PlainName(ch.Database) {
 		v.ps.add("sink.clickhouse.database", "%q is not allowed; use letters, digits and _ (not starting with a digit)", ch.Database)
 	}
 	switch ch.Schema {
