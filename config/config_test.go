@@ -341,7 +341,7 @@ func TestValidateGoStruct(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Batch.MaxRows != DefaultBatchMaxRows || c.Source.Slot != "sluice_demo" {
+	if c.Batch.MaxRows != batch.DefaultMaxRows || c.Source.Slot != "sluice_demo" {
 		t.Errorf("Validate did not apply defaults: %+v %+v", c.Batch, c.Source)
 	}
 	c.Batch.MaxRows = -1

@@ -51,9 +51,9 @@ func (v *validator) explicitZeros(c *Config) {
 	zero("source.snapshot_chunk_rows", c.Source.SnapshotChunkRows == 0, DefaultSnapshotChunkRows)
 	zero("source.snapshot_chunk_bytes", c.Source.SnapshotChunkBytes == 0, DefaultSnapshotChunkBytes)
 	zero("source.snapshot_parallelism", c.Source.SnapshotParallelism == 0, DefaultSnapshotParallelism)
-	zero("batch.max_rows", c.Batch.MaxRows == 0, DefaultBatchMaxRows)
-	zero("batch.max_bytes", c.Batch.MaxBytes == 0, DefaultBatchMaxBytes)
-	zero("batch.max_wait", c.Batch.MaxWait == 0, DefaultBatchMaxWait)
+	zero("batch.max_rows", c.Batch.MaxRows == 0, batch.DefaultMaxRows)
+	zero("batch.max_bytes", c.Batch.MaxBytes == 0, ByteSize(batch.DefaultMaxBytes))
+	zero("batch.max_wait", c.Batch.MaxWait == 0, Duration(batch.DefaultMaxWait))
 	if ice := c.Sink.Iceberg; ice != nil {
 		if p := "sink.iceberg.maintenance.compact_every_commits"; ice.Maintenance.CompactEveryCommits == 0 && v.present[p] {
 			v.ps.add(p, "must not be 0; write -1 to turn compaction off, or remove the key to use the default %d", DefaultCompactEveryCommits)
@@ -228,7 +228,7 @@ func (v *validator) location(path, loc string) bool {
 
 func (v *validator) batch(b *Batch) {
 	if b.MaxRows < 1 {
-		v.ps.add("batch.max_rows", "is %d; it must be at least 1 (default %d)", b.MaxRows, DefaultBatchMaxRows)
+		v.ps.add("batch.max_rows", "is %d; it must be at least 1 (default %d)", b.MaxRows, batch.DefaultMaxRows)
 	}
 	v.maxCount("batch.max_rows", b.MaxRows, MaxBatchRows, whyRows)
 	if b.MaxBytes < KiB {
@@ -236,6 +236,6 @@ func (v *validator) batch(b *Batch) {
 	}
 	v.maxSize("batch.max_bytes", b.MaxBytes, MaxBatchBytes, whyBatchBytes)
 	if b.MaxWait <= 0 {
-		v.ps.add("batch.max_wait", "is %s; it must be positive, such as 1s (default %s)", b.MaxWait, DefaultBatchMaxWait)
+		v.ps.add("batch.max_wait", "is %s; it must be positive, such as 1s (default %s)", b.MaxWait, Duration(batch.DefaultMaxWait))
 	}
 }
