@@ -54,24 +54,11 @@ type Temporal struct {
 	APIKey     string `json:"api_key,omitempty"`
 	APIKeyFile string `json:"api_key_file,omitempty"` // file holding api_key
 	// TLS secures the connection to the frontend; off unless a key of it (or api_key) is set.
-	TLS TemporalTLS `json:"tls"`
+	TLS TLS `json:"tls"`
 }
 
-// TemporalTLS is the TLS of the connection to the Temporal frontend. Setting any key turns
-// TLS on; the server's certificate is always verified (against CAFile, else the system's roots).
-type TemporalTLS struct {
-	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
-	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
-	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
-	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
-	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
-}
-
-// On reports whether the connection uses TLS: enabled, or any other TLS key, or an API key set.
-func (t Temporal) On() bool {
-	s := t.TLS
-	return s.Enabled || s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != "" || t.APIKey != ""
-}
+// On reports whether the connection uses TLS: a TLS key or an API key set.
+func (t Temporal) On() bool { return t.TLS.On() || t.APIKey != "" }
 
 // Staging is where the reader stages batch files for the committers.
 type Staging struct {
@@ -191,25 +178,6 @@ type ClickHouse struct {
 	MaxOpenConns int      `json:"max_open_conns,omitempty"` // connection pool size (default 8)
 }
 
-// ClickHouseTLS is the TLS of the connection to ClickHouse. Setting any key turns TLS on; the
-// server's certificate is verified (against CAFile, else the system's roots) unless
-// InsecureSkipVerify says otherwise.
-type ClickHouseTLS struct {
-	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
-	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
-	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate; needs key_file
-	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
-	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
-	// InsecureSkipVerify accepts any server certificate: encrypted, but not protected from
-	// anyone in the path. Unsafe; for a test server only.
-	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
-}
-
-// On reports whether the connection uses TLS: enabled, or any other key set.
-func (t ClickHouseTLS) On() bool {
-	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
-}
-
 // The table layouts of sink.clickhouse.schema.
 const (
 	// SchemaAuto picks SchemaModern on servers that support it (23.2 and later) and
@@ -262,7 +230,7 @@ type Plugin struct {
 	Token     string `json:"token,omitempty"`
 	TokenFile string `json:"token_file,omitempty"` // file holding Token
 	// TLS secures the connection; off unless a key of it is set.
-	TLS PluginTLS `json:"tls"`
+	TLS TLS `json:"tls"`
 	// PositionStore is where the workers keep the committed positions of a plugin without a
 	// position of its own (sinks/plugin/positionstore).
 	PositionStore PluginPositionStore `json:"position_store"`
@@ -284,21 +252,6 @@ func (c *Config) PositionStoreDSN() string {
 		return pl.PositionStore.DSN
 	}
 	return c.Source.DSN
-}
-
-// PluginTLS is the TLS of the connection to a plugin. Setting any key turns TLS on; the
-// plugin's certificate is always verified (against CAFile, else the system's roots).
-type PluginTLS struct {
-	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
-	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the plugin's certificate
-	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
-	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
-	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
-}
-
-// On reports whether the connection uses TLS: enabled, or any other key set.
-func (t PluginTLS) On() bool {
-	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != ""
 }
 
 // Table is one replicated table.

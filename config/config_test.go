@@ -190,12 +190,12 @@ tables: [{source: public.orders, target: orders}]
 		{"duration", map[string]string{"SLUICE_BATCH_MAX_WAIT": "5s"},
 			func(c *Config) (any, any) { return c.Batch.MaxWait, Duration(5 * time.Second) }, nil},
 		{"boolean", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS_ENABLED": "true"},
-			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{Enabled: true} }, nil},
+			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{TLS: TLS{Enabled: true}} }, nil},
 		{"enabled shorthand", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS": "true"},
-			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{Enabled: true} }, nil},
+			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{TLS: TLS{Enabled: true}} }, nil},
 		{"tls section", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS_CA_FILE": "/ca.pem", "SLUICE_SINK_CLICKHOUSE_TLS_SERVER_NAME": "ch.internal"},
 			func(c *Config) (any, any) {
-				return c.Sink.ClickHouse.TLS, ClickHouseTLS{CAFile: "/ca.pem", ServerName: "ch.internal"}
+				return c.Sink.ClickHouse.TLS, ClickHouseTLS{TLS: TLS{CAFile: "/ca.pem", ServerName: "ch.internal"}}
 			}, nil},
 		{"temporal", map[string]string{"SLUICE_TEMPORAL_ADDRESS": "temporal:7233", "SLUICE_TEMPORAL_TASK_QUEUE": "q2"},
 			func(c *Config) (any, any) {

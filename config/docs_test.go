@@ -17,13 +17,8 @@ import (
 // keyPaths lists every key path of t as docs/config.md writes it, with [] for list entries.
 func keyPaths(t reflect.Type, prefix string) []string {
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := jsonKey(f)
-		if !f.IsExported() || key == "" || key == "-" {
-			continue
-		}
-		p := joinKey(prefix, key)
+	for _, f := range keyFields(t) {
+		p := joinKey(prefix, jsonKey(f))
 		out = append(out, p)
 		ft := f.Type
 		if ft.Kind() == reflect.Slice {

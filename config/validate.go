@@ -159,11 +159,17 @@ func (v *validator) temporal(t *Temporal) {
 	if strings.ContainsFunc(t.TaskQueue, isSpace) {
 		v.ps.add("temporal.task_queue", "%q contains white space", t.TaskQueue)
 	}
-	if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
-		v.ps.add("temporal.tls", "cert_file and key_file go together; set both for mTLS, or neither")
+	v.tls("temporal.tls", t.TLS, t.On(), "other TLS keys or temporal.api_key are set")
+}
+
+// tls checks the TLS section at path: cert_file and key_file go together, and enabled: false
+// is refused when the connection uses TLS anyway (on), because other settings (needs) ask for it.
+func (v *validator) tls(path string, t TLS, on bool, needs string) {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.ps.add(path, "cert_file and key_file go together; set both for a client certificate (mTLS), or neither")
 	}
-	if !t.TLS.Enabled && v.present["temporal.tls.enabled"] && t.On() {
-		v.ps.add("temporal.tls.enabled", "is false, but other TLS keys or temporal.api_key are set, which need TLS; remove enabled: false")
+	if !t.Enabled && v.present[path+".enabled"] && on {
+		v.ps.add(path+".enabled", "is false, but %s, which need TLS; remove enabled: false", needs)
 	}
 }
 
