@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 // Config is one pipeline: a Postgres source, the tables to replicate and one sink. Its json tags
@@ -262,8 +263,10 @@ type Table struct {
 	// Target is the destination table: namespace.table (Iceberg), [database.]table (ClickHouse),
 	// [scope.]collection (Couchbase), or any dotted name a plugin understands.
 	Target string `json:"target"`
-	// Metadata lists the context columns to materialize, with their names.
-	Metadata []Metadata `json:"metadata,omitempty"`
+	// Metadata lists the context columns to materialize, with their names: the context column
+	// __<From> (From one of batch.MetadataNames: op, pos, commit_ts, ingest_ts, snapshot or
+	// phase) as the destination column As, in the sink's own shape.
+	Metadata []sinks.MetadataColumn `json:"metadata,omitempty"`
 	// Key overrides the source's primary key (column names in SQL syntax); nil keeps it.
 	Key []string `json:"key,omitempty"`
 	// Columns, when set, replicates only these columns (SQL syntax): the publication's column
@@ -280,13 +283,6 @@ type Table struct {
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
 	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
 	Iceberg *TableIceberg `json:"iceberg,omitempty"`
-}
-
-// Metadata materializes the context column __<From> as the destination column As. From is one
-// of batch.MetadataNames: op, pos, commit_ts, ingest_ts, snapshot or phase.
-type Metadata struct {
-	From string `json:"from"`
-	As   string `json:"as"`
 }
 
 // SourceName returns the parsed source table; ok is false when Source is not a valid

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 // examples lists the example configs of the repository.
@@ -83,7 +84,7 @@ func TestDemo(t *testing.T) {
 		Tables: []Table{{
 			Source:   "public.orders",
 			Target:   "raw.orders",
-			Metadata: []Metadata{{From: "commit_ts", As: "committed_at"}},
+			Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}},
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {

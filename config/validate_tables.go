@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 func (v *validator) tables(c *Config) {
@@ -129,7 +130,7 @@ func (v *validator) tableTarget(path, target string, s *Sink) (string, bool) {
 }
 
 // metadata checks a table's metadata entries: known context columns and unique, valid names.
-func (v *validator) metadata(tablePath string, entries []Metadata) {
+func (v *validator) metadata(tablePath string, entries []sinks.MetadataColumn) {
 	names := map[string]int{}
 	for i, m := range entries {
 		p := fmt.Sprintf("%s.metadata[%d]", tablePath, i)
