@@ -69,9 +69,9 @@ type Staging struct {
 
 // Batch bounds the batches the reader cuts per table: a batch is cut when any limit is reached.
 type Batch struct {
-	MaxRows  int      `json:"max_rows"`  // default 100000
-	MaxBytes ByteSize `json:"max_bytes"` // default 64MiB
-	MaxWait  Duration `json:"max_wait"`  // time since the batch's first row (default 1s)
+	MaxRows  int      `json:"max_rows"`  // default batch.DefaultMaxRows
+	MaxBytes ByteSize `json:"max_bytes"` // default batch.DefaultMaxBytes
+	MaxWait  Duration `json:"max_wait"`  // time since the batch's first row (default batch.DefaultMaxWait)
 }
 
 // The sink types.
