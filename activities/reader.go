@@ -25,7 +25,7 @@ type Reader struct {
 	Tables  TableStarter
 	Sources SourceConfigs
 	Logger  *slog.Logger
-	// Compression of the staged batch files; empty means zstd.
+	// Compression of the staged batch files; empty means batch.DefaultCompression (LZ4).
 	Compression batch.Compression
 	// ListEvery is how often the reader lists the staging store to learn which batches were
 	// acknowledged (which lets it confirm the slot further); 0 means 5 seconds.

@@ -13,6 +13,28 @@ type Limits struct {
 	MaxWait  time.Duration // time from a batch's first row to its cut
 }
 
+// The default limits, of the config's batch section (batch.max_rows, max_bytes and max_wait) and
+// of a reader given none (a SourceWorkflow started without them).
+const (
+	DefaultMaxRows  = 100_000
+	DefaultMaxBytes = 64 << 20
+	DefaultMaxWait  = time.Second
+)
+
+// WithDefaults returns l with every limit that is not positive set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxRows <= 0 {
+		l.MaxRows = DefaultMaxRows
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxWait <= 0 {
+		l.MaxWait = DefaultMaxWait
+	}
+	return l
+}
+
 // Validate reports every limit that is not positive.
 func (l Limits) Validate() error {
 	var errs []error

@@ -2,7 +2,9 @@
 // source's WAL with the identity of that source, change rows decoded from pgoutput or read by the
 // snapshot, the per-table buffer that keeps arrival order and cuts batches, last-write-wins
 // collapse per key, the Arrow mapping of Postgres types with the fixed tail of context columns,
-// and the Arrow IPC files that are staged between the reader and the committers.
+// the Arrow IPC files that are staged between the reader and the committers, and the rules of
+// the names they carry (table names in SQL syntax, plain names, slot names: names.go), which the
+// config, the source and the sinks share.
 //
 // The path of one table's changes through this package:
 //

@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 // Config is one pipeline: a Postgres source, the tables to replicate and one sink. Its json tags
@@ -54,24 +55,11 @@ type Temporal struct {
 	APIKey     string `json:"api_key,omitempty"`
 	APIKeyFile string `json:"api_key_file,omitempty"` // file holding api_key
 	// TLS secures the connection to the frontend; off unless a key of it (or api_key) is set.
-	TLS TemporalTLS `json:"tls"`
+	TLS TLS `json:"tls"`
 }
 
-// TemporalTLS is the TLS of the connection to the Temporal frontend. Setting any key turns
-// TLS on; the server's certificate is always verified (against CAFile, else the system's roots).
-type TemporalTLS struct {
-	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
-	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
-	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
-	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
-	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
-}
-
-// On reports whether the connection uses TLS: enabled, or any other TLS key, or an API key set.
-func (t Temporal) On() bool {
-	s := t.TLS
-	return s.Enabled || s.CAFile != "" || s.CertFile != "" || s.KeyFile != "" || s.ServerName != "" || t.APIKey != ""
-}
+// On reports whether the connection uses TLS: a TLS key or an API key set.
+func (t Temporal) On() bool { return t.TLS.On() || t.APIKey != "" }
 
 // Staging is where the reader stages batch files for the committers.
 type Staging struct {
@@ -81,9 +69,9 @@ type Staging struct {
 
 // Batch bounds the batches the reader cuts per table: a batch is cut when any limit is reached.
 type Batch struct {
-	MaxRows  int      `json:"max_rows"`  // default 100000
-	MaxBytes ByteSize `json:"max_bytes"` // default 64MiB
-	MaxWait  Duration `json:"max_wait"`  // time since the batch's first row (default 1s)
+	MaxRows  int      `json:"max_rows"`  // default batch.DefaultMaxRows
+	MaxBytes ByteSize `json:"max_bytes"` // default batch.DefaultMaxBytes
+	MaxWait  Duration `json:"max_wait"`  // time since the batch's first row (default batch.DefaultMaxWait)
 }
 
 // The sink types.
@@ -191,25 +179,6 @@ type ClickHouse struct {
 	MaxOpenConns int      `json:"max_open_conns,omitempty"` // connection pool size (default 8)
 }
 
-// ClickHouseTLS is the TLS of the connection to ClickHouse. Setting any key turns TLS on; the
-// server's certificate is verified (against CAFile, else the system's roots) unless
-// InsecureSkipVerify says otherwise.
-type ClickHouseTLS struct {
-	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
-	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the server's certificate
-	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate; needs key_file
-	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
-	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
-	// InsecureSkipVerify accepts any server certificate: encrypted, but not protected from
-	// anyone in the path. Unsafe; for a test server only.
-	InsecureSkipVerify bool `json:"insecure_skip_verify,omitempty"`
-}
-
-// On reports whether the connection uses TLS: enabled, or any other key set.
-func (t ClickHouseTLS) On() bool {
-	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
-}
-
 // The table layouts of sink.clickhouse.schema.
 const (
 	// SchemaAuto picks SchemaModern on servers that support it (23.2 and later) and
@@ -262,7 +231,7 @@ type Plugin struct {
 	Token     string `json:"token,omitempty"`
 	TokenFile string `json:"token_file,omitempty"` // file holding Token
 	// TLS secures the connection; off unless a key of it is set.
-	TLS PluginTLS `json:"tls"`
+	TLS TLS `json:"tls"`
 	// PositionStore is where the workers keep the committed positions of a plugin without a
 	// position of its own (sinks/plugin/positionstore).
 	PositionStore PluginPositionStore `json:"position_store"`
@@ -286,21 +255,6 @@ func (c *Config) PositionStoreDSN() string {
 	return c.Source.DSN
 }
 
-// PluginTLS is the TLS of the connection to a plugin. Setting any key turns TLS on; the
-// plugin's certificate is always verified (against CAFile, else the system's roots).
-type PluginTLS struct {
-	Enabled    bool   `json:"enabled,omitempty"`     // TLS with the system's roots when no other key is set
-	CAFile     string `json:"ca_file,omitempty"`     // PEM CA bundle that signs the plugin's certificate
-	CertFile   string `json:"cert_file,omitempty"`   // PEM client certificate (mTLS); needs key_file
-	KeyFile    string `json:"key_file,omitempty"`    // PEM private key of cert_file
-	ServerName string `json:"server_name,omitempty"` // name to verify instead of the address's host
-}
-
-// On reports whether the connection uses TLS: enabled, or any other key set.
-func (t PluginTLS) On() bool {
-	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != ""
-}
-
 // Table is one replicated table.
 type Table struct {
 	// Source is the schema-qualified Postgres table, in SQL syntax: shop.orders, or
@@ -309,8 +263,10 @@ type Table struct {
 	// Target is the destination table: namespace.table (Iceberg), [database.]table (ClickHouse),
 	// [scope.]collection (Couchbase), or any dotted name a plugin understands.
 	Target string `json:"target"`
-	// Metadata lists the context columns to materialize, with their names.
-	Metadata []Metadata `json:"metadata,omitempty"`
+	// Metadata lists the context columns to materialize, with their names: the context column
+	// __<From> (From one of batch.MetadataNames: op, pos, commit_ts, ingest_ts, snapshot or
+	// phase) as the destination column As, in the sink's own shape.
+	Metadata []sinks.MetadataColumn `json:"metadata,omitempty"`
 	// Key overrides the source's primary key (column names in SQL syntax); nil keeps it.
 	Key []string `json:"key,omitempty"`
 	// Columns, when set, replicates only these columns (SQL syntax): the publication's column
@@ -329,21 +285,11 @@ type Table struct {
 	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }
 
-// Metadata materializes the context column __<From> as the destination column As. From is one
-// of batch.MetadataNames: op, pos, commit_ts, ingest_ts, snapshot or phase.
-type Metadata struct {
-	From string `json:"from"`
-	As   string `json:"as"`
-}
-
 // SourceName returns the parsed source table; ok is false when Source is not a valid
 // schema-qualified name (Validate reports it).
 func (t Table) SourceName() (name batch.TableName, ok bool) {
-	parts, err := parseQualified(t.Source)
-	if err != nil || len(parts) != 2 {
-		return batch.TableName{}, false
-	}
-	return batch.TableName{Schema: parts[0], Name: parts[1]}, true
+	name, err := batch.ParseTableName(t.Source)
+	return name, err == nil
 }
 
 // KeyColumns returns the key override as column names (quotes removed, unquoted names folded
@@ -363,7 +309,7 @@ func columnNames(list []string) []string {
 	}
 	cols := make([]string, 0, len(list))
 	for _, k := range list {
-		name, err := parseIdent(k)
+		name, err := batch.ParseIdent(k)
 		if err != nil {
 			name = k
 		}

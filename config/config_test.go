@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 // examples lists the example configs of the repository.
@@ -83,7 +84,7 @@ func TestDemo(t *testing.T) {
 		Tables: []Table{{
 			Source:   "public.orders",
 			Target:   "raw.orders",
-			Metadata: []Metadata{{From: "commit_ts", As: "committed_at"}},
+			Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}},
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -190,12 +191,12 @@ tables: [{source: public.orders, target: orders}]
 		{"duration", map[string]string{"SLUICE_BATCH_MAX_WAIT": "5s"},
 			func(c *Config) (any, any) { return c.Batch.MaxWait, Duration(5 * time.Second) }, nil},
 		{"boolean", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS_ENABLED": "true"},
-			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{Enabled: true} }, nil},
+			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{TLS: TLS{Enabled: true}} }, nil},
 		{"enabled shorthand", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS": "true"},
-			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{Enabled: true} }, nil},
+			func(c *Config) (any, any) { return c.Sink.ClickHouse.TLS, ClickHouseTLS{TLS: TLS{Enabled: true}} }, nil},
 		{"tls section", map[string]string{"SLUICE_SINK_CLICKHOUSE_TLS_CA_FILE": "/ca.pem", "SLUICE_SINK_CLICKHOUSE_TLS_SERVER_NAME": "ch.internal"},
 			func(c *Config) (any, any) {
-				return c.Sink.ClickHouse.TLS, ClickHouseTLS{CAFile: "/ca.pem", ServerName: "ch.internal"}
+				return c.Sink.ClickHouse.TLS, ClickHouseTLS{TLS: TLS{CAFile: "/ca.pem", ServerName: "ch.internal"}}
 			}, nil},
 		{"temporal", map[string]string{"SLUICE_TEMPORAL_ADDRESS": "temporal:7233", "SLUICE_TEMPORAL_TASK_QUEUE": "q2"},
 			func(c *Config) (any, any) {
@@ -341,7 +342,7 @@ func TestValidateGoStruct(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Batch.MaxRows != DefaultBatchMaxRows || c.Source.Slot != "sluice_demo" {
+	if c.Batch.MaxRows != batch.DefaultMaxRows || c.Source.Slot != "sluice_demo" {
 		t.Errorf("Validate did not apply defaults: %+v %+v", c.Batch, c.Source)
 	}
 	c.Batch.MaxRows = -1

@@ -113,7 +113,7 @@ func (d *decoder) value(path string, raw any, out reflect.Value) {
 // that key (tls: {enabled: true}) and reports whether it did.
 func (d *decoder) enabledShorthand(path string, raw any, out reflect.Value) bool {
 	i, ok := fieldIndex(out.Type(), "enabled")
-	if !ok || out.Field(i).Kind() != reflect.Bool {
+	if !ok || out.FieldByIndex(i).Kind() != reflect.Bool {
 		return false
 	}
 	if _, isMap := stringMap(raw); isMap {
@@ -124,7 +124,7 @@ func (d *decoder) enabledShorthand(path string, raw any, out reflect.Value) bool
 		d.fail(path, "want true or false (short for enabled), or a mapping of keys (%s), got %s", strings.Join(fieldKeys(out.Type()), ", "), describe(raw))
 		return true
 	}
-	out.Field(i).SetBool(b)
+	out.FieldByIndex(i).SetBool(b)
 	d.present[joinKey(path, "enabled")] = true
 	return true
 }
@@ -153,7 +153,7 @@ func (d *decoder) object(path string, raw any, out reflect.Value) {
 			d.fail(joinKey(path, k), "unknown key; allowed keys here are %s", strings.Join(fieldKeys(t), ", "))
 			continue
 		}
-		d.value(joinKey(path, k), m[k], out.Field(i))
+		d.value(joinKey(path, k), m[k], out.FieldByIndex(i))
 	}
 }
 
@@ -199,25 +199,34 @@ func jsonKey(f reflect.StructField) string {
 	return name
 }
 
-// fieldIndex finds the field of t whose key is key.
-func fieldIndex(t reflect.Type, key string) (int, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.IsExported() && jsonKey(f) == key && key != "-" {
-			return i, true
+// keyFields lists the fields of struct type t that are config keys, in declaration order, with
+// the fields of an embedded struct (ClickHouseTLS's TLS) in its place, as encoding/json does:
+// use FieldByIndex with their Index.
+func keyFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for _, f := range reflect.VisibleFields(t) {
+		if k := jsonKey(f); f.IsExported() && !f.Anonymous && k != "" && k != "-" {
+			out = append(out, f)
 		}
 	}
-	return 0, false
+	return out
+}
+
+// fieldIndex finds the field of t whose key is key (an index for FieldByIndex).
+func fieldIndex(t reflect.Type, key string) ([]int, bool) {
+	for _, f := range keyFields(t) {
+		if jsonKey(f) == key {
+			return f.Index, true
+		}
+	}
+	return nil, false
 }
 
 // fieldKeys lists the keys of t in declaration order.
 func fieldKeys(t reflect.Type) []string {
 	var keys []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if k := jsonKey(f); f.IsExported() && k != "" && k != "-" {
-			keys = append(keys, k)
-		}
+	for _, f := range keyFields(t) {
+		keys = append(keys, jsonKey(f))
 	}
 	return keys
 }
@@ -305,13 +314,8 @@ func decodeJSONValue(data []byte) (any, error) {
 // environment variable can set), in declaration order.
 func leafPaths(t reflect.Type, prefix string) []string {
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := jsonKey(f)
-		if !f.IsExported() || key == "" || key == "-" {
-			continue
-		}
-		p := joinKey(prefix, key)
+	for _, f := range keyFields(t) {
+		p := joinKey(prefix, jsonKey(f))
 		ft := f.Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()

@@ -1,15 +1,15 @@
 package config
 
-// Defaults of the settings that have one.
+import "github.com/sluicecdc/sluice/batch"
+
+// Defaults of the settings that have one; the batch section's are batch.DefaultMaxRows,
+// DefaultMaxBytes and DefaultMaxWait, which a reader given no limits takes too.
 const (
 	DefaultSnapshotChunkRows           = 50000
 	DefaultSnapshotChunkBytes          = 16 * MiB
 	DefaultSnapshotParallelism         = 1
 	DefaultTemporalAddress             = "127.0.0.1:7233"
 	DefaultTemporalNamespace           = "default"
-	DefaultBatchMaxRows                = 100000
-	DefaultBatchMaxBytes               = 64 * MiB
-	DefaultBatchMaxWait                = Duration(1e9) // 1s
 	DefaultCatalogName                 = "sluice"
 	DefaultCompactEveryCommits         = 100
 	DefaultExpireSnapshotsAfter        = Duration(24 * 3600 * 1e9) // 24h
@@ -44,9 +44,9 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&s.SnapshotParallelism, DefaultSnapshotParallelism)
 	setDefault(&c.Temporal.Address, DefaultTemporalAddress)
 	setDefault(&c.Temporal.Namespace, DefaultTemporalNamespace)
-	setDefault(&c.Batch.MaxRows, DefaultBatchMaxRows)
-	setDefault(&c.Batch.MaxBytes, DefaultBatchMaxBytes)
-	setDefault(&c.Batch.MaxWait, DefaultBatchMaxWait)
+	setDefault(&c.Batch.MaxRows, batch.DefaultMaxRows)
+	setDefault(&c.Batch.MaxBytes, ByteSize(batch.DefaultMaxBytes))
+	setDefault(&c.Batch.MaxWait, Duration(batch.DefaultMaxWait))
 	if ice := c.Sink.Iceberg; ice != nil {
 		ice.applyDefaults()
 	}

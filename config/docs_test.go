@@ -9,19 +9,16 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/sluicecdc/sluice/batch"
 )
 
 // keyPaths lists every key path of t as docs/config.md writes it, with [] for list entries.
 func keyPaths(t reflect.Type, prefix string) []string {
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		key := jsonKey(f)
-		if !f.IsExported() || key == "" || key == "-" {
-			continue
-		}
-		p := joinKey(prefix, key)
+	for _, f := range keyFields(t) {
+		p := joinKey(prefix, jsonKey(f))
 		out = append(out, p)
 		ft := f.Type
 		if ft.Kind() == reflect.Slice {
@@ -376,5 +373,99 @@ func TestDocsExamplesParse(t *testing.T) {
 		if _, err := parse(strings.NewReader(variant), "yaml", noEnv); err != nil {
 			t.Errorf("sink section does not load:\n%s\n%v", b[1], err)
 		}
+	}
+}
+
+// docDefaults reads the defaults docs/config.md's key tables give as one literal value (such as
+// `64MiB` or `resync`), by key path; a default that names another key or a pattern is left out.
+func docDefaults(t *testing.T, doc string) map[string]any {
+	t.Helper()
+	documented := map[string]bool{}
+	for _, k := range docKeys(t, doc) {
+		documented[k.path] = true
+	}
+	out := map[string]any{}
+	row := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| [^|]* \\| `([^`<]+)` \\|")
+	for _, m := range row.FindAllStringSubmatch(doc, -1) {
+		if documented[m[2]] {
+			continue // a key's value, such as source.dsn
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(m[2]), &v); err != nil {
+			t.Fatalf("docs/config.md: the default of %s, %q, is not a YAML value: %v", m[1], m[2], err)
+		}
+		out[m[1]] = v
+	}
+	if len(out) < 25 {
+		t.Fatalf("read %d literal defaults from docs/config.md; did its tables change shape?", len(out))
+	}
+	return out
+}
+
+// downstreamDefaults are the keys whose documented default is what the code downstream makes of
+// the key left unset (the loader keeps it empty): there the literal need only load.
+var downstreamDefaults = map[string]bool{
+	"tables[].on_partition_change": true, // source.TableConfig.OnPartitionChange: empty resyncs
+}
+
+// TestDocsDefaultsAreTheLoaders keeps the Default column of docs/config.md and the defaults the
+// loader fills in (config.Default*, batch.DefaultMaxRows and the others) one and the same: a
+// config that sets a key to its documented default loads to the same Config as one without it.
+func TestDocsDefaultsAreTheLoaders(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := docSamples()
+	// The smallest valid config of each sink.
+	base := func(sink string) map[string]any {
+		tree := map[string]any{}
+		for _, p := range []string{"pipeline", "source.dsn", "staging.url", "tables[].source"} {
+			setPath(tree, p, samples[p])
+		}
+		setPath(tree, "sink.type", sink)
+		setPath(tree, "tables[].target", "orders")
+		switch sink {
+		case SinkIceberg:
+			setPath(tree, "tables[].target", "raw.orders")
+			setPath(tree, "sink.iceberg.catalog.type", CatalogREST)
+			setPath(tree, "sink.iceberg.catalog.uri", "https://catalog.internal/api")
+			setPath(tree, "sink.iceberg.warehouse", samples["sink.iceberg.warehouse"])
+		case SinkClickHouse:
+			setPath(tree, "sink.clickhouse.addr", samples["sink.clickhouse.addr"])
+		case SinkCouchbase:
+			for _, k := range []string{"connstr", "username", "password", "bucket"} {
+				setPath(tree, "sink.couchbase."+k, samples["sink.couchbase."+k])
+			}
+		case SinkPlugin:
+			setPath(tree, "sink.plugin.address", samples["sink.plugin.address"])
+		}
+		return tree
+	}
+	load := func(t *testing.T, tree map[string]any) string {
+		t.Helper()
+		data, _ := json.Marshal(tree)
+		c, err := parse(strings.NewReader(string(data)), "yaml", noEnv)
+		if err != nil {
+			t.Fatalf("%v\nconfig: %s", err, data)
+		}
+		return mustJSON(t, c)
+	}
+	for path, def := range docDefaults(t, string(raw)) {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			sink := SinkIceberg
+			if rest, ok := strings.CutPrefix(path, "sink."); ok {
+				sink, _, _ = strings.Cut(rest, ".")
+			}
+			tree := base(sink)
+			without := load(t, tree)
+			setPath(tree, path, def)
+			with := load(t, tree)
+			if with != without && !downstreamDefaults[path] {
+				t.Errorf("docs/config.md gives %s the default %v, but the loader's default differs:\nwithout the key: %s\nwith %v: %s", path, def, without, def, with)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 // RedactedText is what replaces a secret in Redacted configs.
@@ -23,7 +25,7 @@ func (c *Config) Redacted() *Config {
 	r.Temporal.APIKey = redactSecret(c.Temporal.APIKey)
 	r.Tables = make([]Table, len(c.Tables))
 	for i, t := range c.Tables {
-		t.Metadata = append([]Metadata(nil), t.Metadata...)
+		t.Metadata = append([]sinks.MetadataColumn(nil), t.Metadata...)
 		if t.Key != nil {
 			t.Key = append([]string{}, t.Key...)
 		}

@@ -64,7 +64,7 @@ func secretConfigs() map[string]*Config {
 			ConnStr: "couchbase://cb", Username: "u", Password: "s3cret-cb", Bucket: "b",
 		}}),
 		"plugin": base(Sink{Type: SinkPlugin, Plugin: &Plugin{
-			Address: "plugin:50051", Token: "s3cret-plugin", TLS: PluginTLS{CAFile: "/ca.pem"},
+			Address: "plugin:50051", Token: "s3cret-plugin", TLS: TLS{CAFile: "/ca.pem"},
 		}}),
 	}
 }

@@ -24,13 +24,9 @@ func (v *validator) readSecretFiles(c *Config) {
 // in a list).
 func (v *validator) secretFiles(path string, out reflect.Value) {
 	t := out.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range keyFields(t) {
 		key := jsonKey(f)
-		if !f.IsExported() || key == "" || key == "-" {
-			continue
-		}
-		fv := out.Field(i)
+		fv := out.FieldByIndex(f.Index)
 		if fv.Kind() == reflect.Pointer {
 			if fv.IsNil() || fv.Elem().Kind() != reflect.Struct {
 				continue
@@ -46,11 +42,11 @@ func (v *validator) secretFiles(path string, out reflect.Value) {
 			continue
 		}
 		j, ok := fieldIndex(t, secretKey)
-		if !ok || out.Field(j).Kind() != reflect.String {
+		if !ok || out.FieldByIndex(j).Kind() != reflect.String {
 			continue // a file setting of its own, such as temporal.tls.ca_file
 		}
 		p := joinKey(path, key)
-		if out.Field(j).String() != "" {
+		if out.FieldByIndex(j).String() != "" {
 			v.ps.add(p, "both %s and %s are set; keep one (the file is for secrets mounted as files)", joinKey(path, secretKey), p)
 			continue
 		}
@@ -64,7 +60,7 @@ func (v *validator) secretFiles(path string, out reflect.Value) {
 			v.ps.add(p, "the file %s is empty; write the secret into it", fv.String())
 			continue
 		}
-		out.Field(j).SetString(secret)
+		out.FieldByIndex(j).SetString(secret)
 		fv.SetString("")
 	}
 }

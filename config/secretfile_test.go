@@ -171,7 +171,7 @@ func lookupString(t *testing.T, c *Config, path string) string {
 		if !ok {
 			t.Fatalf("no key %s in %s", seg, path)
 		}
-		v = v.Field(i)
+		v = v.FieldByIndex(i)
 	}
 	return v.String()
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // TableIceberg is the Iceberg layout of one table's target (tables[].iceberg); it is allowed only
@@ -83,7 +85,7 @@ func ParsePartitionField(s string) (PartitionField, error) {
 	s = strings.TrimSpace(s)
 	open := strings.IndexByte(s, '(')
 	if open < 0 || !strings.HasSuffix(s, ")") || strings.HasPrefix(s, `"`) {
-		col, err := parseIdent(s)
+		col, err := batch.ParseIdent(s)
 		if err != nil {
 			return PartitionField{}, fmt.Errorf("%q is not a column or a transform: %v; write %s", s, err, transformList)
 		}
@@ -100,7 +102,7 @@ func ParsePartitionField(s string) (PartitionField, error) {
 		if param != "" {
 			return PartitionField{}, fmt.Errorf("%q: %s takes no parameter; write %s(col)", s, name, name)
 		}
-		col, err := parseIdent(args)
+		col, err := batch.ParseIdent(args)
 		if err != nil {
 			return PartitionField{}, fmt.Errorf("%q: %v; write %s(col)", s, err, name)
 		}
@@ -125,7 +127,7 @@ func ParsePartitionField(s string) (PartitionField, error) {
 	if name == TransformBucket && n > MaxPartitionBuckets {
 		return PartitionField{}, fmt.Errorf("%q: use at most %d buckets: %s", s, MaxPartitionBuckets, whyBuckets)
 	}
-	c, err := parseIdent(col)
+	c, err := batch.ParseIdent(col)
 	if err != nil {
 		return PartitionField{}, fmt.Errorf("%q: %v; write %s(N, col)", s, err, name)
 	}

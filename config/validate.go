@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -50,9 +51,9 @@ func (v *validator) explicitZeros(c *Config) {
 	zero("source.snapshot_chunk_rows", c.Source.SnapshotChunkRows == 0, DefaultSnapshotChunkRows)
 	zero("source.snapshot_chunk_bytes", c.Source.SnapshotChunkBytes == 0, DefaultSnapshotChunkBytes)
 	zero("source.snapshot_parallelism", c.Source.SnapshotParallelism == 0, DefaultSnapshotParallelism)
-	zero("batch.max_rows", c.Batch.MaxRows == 0, DefaultBatchMaxRows)
-	zero("batch.max_bytes", c.Batch.MaxBytes == 0, DefaultBatchMaxBytes)
-	zero("batch.max_wait", c.Batch.MaxWait == 0, DefaultBatchMaxWait)
+	zero("batch.max_rows", c.Batch.MaxRows == 0, batch.DefaultMaxRows)
+	zero("batch.max_bytes", c.Batch.MaxBytes == 0, ByteSize(batch.DefaultMaxBytes))
+	zero("batch.max_wait", c.Batch.MaxWait == 0, Duration(batch.DefaultMaxWait))
 	if ice := c.Sink.Iceberg; ice != nil {
 		if p := "sink.iceberg.maintenance.compact_every_commits"; ice.Maintenance.CompactEveryCommits == 0 && v.present[p] {
 			v.ps.add(p, "must not be 0; write -1 to turn compaction off, or remove the key to use the default %d", DefaultCompactEveryCommits)
@@ -108,10 +109,10 @@ func (v *validator) source(s *Source) {
 			v.ps.add("source.dsn", "%v", err)
 		}
 	}
-	if s.Slot != "" && (!slotRe.MatchString(s.Slot) || len(s.Slot) > maxPGName) {
+	if s.Slot != "" && !batch.ValidSlotName(s.Slot) {
 		v.ps.add("source.slot", "%q is not a valid slot name; Postgres allows lower-case letters, digits and _, at most 63 characters", s.Slot)
 	}
-	if s.Publication != "" && (!publicationRe.MatchString(s.Publication) || len(s.Publication) > maxPGName) {
+	if s.Publication != "" && (!publicationRe.MatchString(s.Publication) || len(s.Publication) > batch.MaxNameLen) {
 		v.ps.add("source.publication", "%q is not allowed; use lower-case letters, digits and _ (not starting with a digit), at most 63 characters", s.Publication)
 	}
 	if s.SnapshotChunkRows < 1 {
@@ -158,11 +159,17 @@ func (v *validator) temporal(t *Temporal) {
 	if strings.ContainsFunc(t.TaskQueue, isSpace) {
 		v.ps.add("temporal.task_queue", "%q contains white space", t.TaskQueue)
 	}
-	if (t.TLS.CertFile == "") != (t.TLS.KeyFile == "") {
-		v.ps.add("temporal.tls", "cert_file and key_file go together; set both for mTLS, or neither")
+	v.tls("temporal.tls", t.TLS, t.On(), "other TLS keys or temporal.api_key are set")
+}
+
+// tls checks the TLS section at path: cert_file and key_file go together, and enabled: false
+// is refused when the connection uses TLS anyway (on), because other settings (needs) ask for it.
+func (v *validator) tls(path string, t TLS, on bool, needs string) {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.ps.add(path, "cert_file and key_file go together; set both for a client certificate (mTLS), or neither")
 	}
-	if !t.TLS.Enabled && v.present["temporal.tls.enabled"] && t.On() {
-		v.ps.add("temporal.tls.enabled", "is false, but other TLS keys or temporal.api_key are set, which need TLS; remove enabled: false")
+	if !t.Enabled && v.present[path+".enabled"] && on {
+		v.ps.add(path+".enabled", "is false, but %s, which need TLS; remove enabled: false", needs)
 	}
 }
 
@@ -227,7 +234,7 @@ func (v *validator) location(path, loc string) bool {
 
 func (v *validator) batch(b *Batch) {
 	if b.MaxRows < 1 {
-		v.ps.add("batch.max_rows", "is %d; it must be at least 1 (default %d)", b.MaxRows, DefaultBatchMaxRows)
+		v.ps.add("batch.max_rows", "is %d; it must be at least 1 (default %d)", b.MaxRows, batch.DefaultMaxRows)
 	}
 	v.maxCount("batch.max_rows", b.MaxRows, MaxBatchRows, whyRows)
 	if b.MaxBytes < KiB {
@@ -235,6 +242,6 @@ func (v *validator) batch(b *Batch) {
 	}
 	v.maxSize("batch.max_bytes", b.MaxBytes, MaxBatchBytes, whyBatchBytes)
 	if b.MaxWait <= 0 {
-		v.ps.add("batch.max_wait", "is %s; it must be positive, such as 1s (default %s)", b.MaxWait, DefaultBatchMaxWait)
+		v.ps.add("batch.max_wait", "is %s; it must be positive, such as 1s (default %s)", b.MaxWait, Duration(batch.DefaultMaxWait))
 	}
 }

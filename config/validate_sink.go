@@ -3,6 +3,8 @@ package config
 import (
 	"net/url"
 	"strings"
+
+	"github.com/sluicecdc/sluice/batch"
 )
 
 // sinkSections lists, per sink type, whether its section is set.
@@ -63,18 +65,13 @@ func (v *validator) plugin(pl *Plugin) {
 	if pl.Token != "" && !pl.TLS.On() {
 		v.ps.add(p+"token", "set, but the connection has no TLS, so the token would travel in clear text; set sink.plugin.tls (ca_file, or enabled: true)")
 	}
-	if (pl.TLS.CertFile == "") != (pl.TLS.KeyFile == "") {
-		v.ps.add(p+"tls", "cert_file and key_file go together; set both for a client certificate, or neither")
-	}
-	if !pl.TLS.Enabled && v.present[p+"tls.enabled"] && pl.TLS.On() {
-		v.ps.add(p+"tls.enabled", "is false, but other TLS keys are set, which need TLS; remove enabled: false")
-	}
+	v.tls(p+"tls", pl.TLS, pl.TLS.On(), "other TLS keys are set")
 	if dsn := pl.PositionStore.DSN; dsn != "" {
 		if err := checkDSN(dsn); err != nil {
 			v.ps.add(p+"position_store.dsn", "%v", err)
 		}
 	}
-	if sc := pl.PositionStore.Schema; !identRe.MatchString(sc) || len(sc) > maxPGName {
+	if sc := pl.PositionStore.Schema; !batch.PlainName(sc) || len(sc) > batch.MaxNameLen {
 		v.ps.add(p+"position_store.schema", "%q is not allowed; use letters, digits and _ (not starting with a digit), at most 63 characters", sc)
 	}
 }
@@ -157,7 +154,7 @@ func (v *validator) iceberg(ice *Iceberg) {
 
 func (v *validator) clickhouse(ch *ClickHouse) {
 	v.hostPort("sink.clickhouse.addr", ch.Addr)
-	if !identRe.MatchString(ch.Database) {
+	if !batch.PlainName(ch.Database) {
 		v.ps.add("sink.clickhouse.database", "%q is not allowed; use letters, digits and _ (not starting with a digit)", ch.Database)
 	}
 	switch ch.Schema {
@@ -176,12 +173,7 @@ func (v *validator) clickhouse(ch *ClickHouse) {
 
 func (v *validator) clickhouseTLS(t ClickHouseTLS) {
 	const p = "sink.clickhouse.tls"
-	if (t.CertFile == "") != (t.KeyFile == "") {
-		v.ps.add(p, "cert_file and key_file go together; set both for a client certificate, or neither")
-	}
-	if !t.Enabled && v.present[p+".enabled"] && t.On() {
-		v.ps.add(p+".enabled", "is false, but other TLS keys are set, which need TLS; remove enabled: false")
-	}
+	v.tls(p, t.TLS, t.On(), "other TLS keys are set")
 	if t.InsecureSkipVerify && (t.CAFile != "" || t.ServerName != "") {
 		v.ps.add(p+".insecure_skip_verify", "is true, so the server's certificate is not checked against ca_file or server_name; remove insecure_skip_verify (unsafe) to verify the server")
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 func (v *validator) tables(c *Config) {
@@ -62,7 +63,7 @@ func (v *validator) filters(tablePath string, t Table) {
 		seen := map[string]int{}
 		for i, c := range l.cols {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			name, err := parseIdent(c)
+			name, err := batch.ParseIdent(c)
 			if err != nil {
 				v.ps.add(p, "%q is not a column name: %v", c, err)
 				continue
@@ -84,7 +85,7 @@ func (v *validator) tableSource(path, source string) ([]string, bool) {
 	if !v.required(path, source, "set the schema-qualified Postgres table, such as public.orders") {
 		return nil, false
 	}
-	parts, err := parseQualified(source)
+	parts, err := batch.ParseQualifiedName(source)
 	switch {
 	case err != nil:
 		v.ps.add(path, "%q is not a valid table name: %v", source, err)
@@ -105,16 +106,16 @@ func (v *validator) tableTarget(path, target string, s *Sink) (string, bool) {
 	if !v.required(path, target, "set the destination table, such as raw.orders") {
 		return "", false
 	}
-	re, minParts, maxParts, shape := identRe, 1, 0, "dotted names of letters, digits and _"
+	valid, minParts, maxParts, shape := batch.PlainName, 1, 0, "dotted names of letters, digits and _"
 	switch s.Type {
 	case SinkIceberg:
 		minParts, shape = 2, "namespace.table, such as raw.orders"
 	case SinkClickHouse:
 		maxParts, shape = 2, "table or database.table, of letters, digits and _"
 	case SinkCouchbase:
-		re, maxParts, shape = collectionRe, 2, "collection or scope.collection, of letters, digits, _, - and %"
+		valid, maxParts, shape = collectionRe.MatchString, 2, "collection or scope.collection, of letters, digits, _, - and %"
 	}
-	parts, ok := targetParts(target, re)
+	parts, ok := targetParts(target, valid)
 	if !ok || len(parts) < minParts || (maxParts > 0 && len(parts) > maxParts) {
 		v.ps.add(path, "%q is not a valid target; write %s", target, shape)
 		return "", false
@@ -129,7 +130,7 @@ func (v *validator) tableTarget(path, target string, s *Sink) (string, bool) {
 }
 
 // metadata checks a table's metadata entries: known context columns and unique, valid names.
-func (v *validator) metadata(tablePath string, entries []Metadata) {
+func (v *validator) metadata(tablePath string, entries []sinks.MetadataColumn) {
 	names := map[string]int{}
 	for i, m := range entries {
 		p := fmt.Sprintf("%s.metadata[%d]", tablePath, i)
@@ -142,7 +143,7 @@ func (v *validator) metadata(tablePath string, entries []Metadata) {
 		switch {
 		case m.As == "":
 			v.ps.add(p+".as", "missing; name the destination column, such as committed_at")
-		case !identRe.MatchString(m.As):
+		case !batch.PlainName(m.As):
 			v.ps.add(p+".as", "%q is not allowed; use letters, digits and _ (not starting with a digit)", m.As)
 		case strings.HasPrefix(m.As, "__"):
 			v.ps.add(p+".as", "%q starts with __, which is reserved for Sluice's context columns; choose another name", m.As)
@@ -169,7 +170,7 @@ func (v *validator) key(path string, key []string) {
 	seen := map[string]int{}
 	for i, k := range key {
 		p := fmt.Sprintf("%s[%d]", path, i)
-		name, err := parseIdent(k)
+		name, err := batch.ParseIdent(k)
 		if err != nil {
 			v.ps.add(p, "%q is not a column name: %v", k, err)
 			continue

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/sluicecdc/sluice/activities"
@@ -40,10 +41,7 @@ func SourceInput(cfg *config.Config) workflows.SourceInput {
 // filled from the source catalog by the SetupSource activity.
 func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
 	name, _ := t.SourceName()
-	spec := sinks.TableSpec{Target: t.Target, Schema: batch.Schema{Table: name}}
-	for _, m := range t.Metadata {
-		spec.Metadata = append(spec.Metadata, sinks.MetadataColumn{From: m.From, As: m.As})
-	}
+	spec := sinks.TableSpec{Target: t.Target, Schema: batch.Schema{Table: name}, Metadata: slices.Clone(t.Metadata)}
 	return activities.TableConfig{Pipeline: cfg.Pipeline, Spec: spec, Sink: SinkRef(cfg), Key: t.Key}
 }
 

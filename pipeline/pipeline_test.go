@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/sinks"
 )
 
 func TestTableOptionsMaintenance(t *testing.T) {
@@ -28,6 +30,36 @@ func TestTableOptionsMaintenance(t *testing.T) {
 			got := TableOptions(&config.Config{Sink: tt.sink})
 			if got.MaintainEveryCommits != tt.want {
 				t.Errorf("MaintainEveryCommits = %d, want %d", got.MaintainEveryCommits, tt.want)
+			}
+		})
+	}
+}
+
+// TestTableConfigJSON pins the JSON of a table's workflow input as pipeline.TableConfig builds it
+// from a config: recorded histories and running workflows hold it.
+func TestTableConfigJSON(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Pipeline: "p1", Sink: config.Sink{Type: config.SinkClickHouse}}
+	tests := []struct {
+		name  string
+		table config.Table
+		want  string
+	}{
+		{"plain", config.Table{Source: "shop.orders", Target: "orders"},
+			`{"pipeline":"p1","spec":{"target":"orders","schema":{"table":{"schema":"shop","name":"orders"},"columns":null},"metadata":null},"sink":{"name":"clickhouse"}}`},
+		{"metadata and key", config.Table{Source: `shop."Order Items"`, Target: "raw.items", Key: []string{"id"},
+			Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}}},
+			`{"pipeline":"p1","spec":{"target":"raw.items","schema":{"table":{"schema":"shop","name":"Order Items"},"columns":null},"metadata":[{"from":"commit_ts","as":"committed_at"}]},"sink":{"name":"clickhouse"},"key":["id"]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := json.Marshal(TableConfig(cfg, tc.table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("TableConfig JSON:\n got %s\nwant %s", got, tc.want)
 			}
 		})
 	}

@@ -233,7 +233,7 @@ func (r *run) stage(ctx context.Context, t *table, cuts []batch.Cut) error {
 		var buf bytes.Buffer
 		compression := r.cfg.Compression
 		if compression == "" {
-			compression = defaultCompression
+			compression = batch.DefaultCompression
 		}
 		err = batch.WriteFile(&buf, rec, batch.FileHeader{Table: c.Table, Lo: lo, Hi: hi, Phase: c.Phase, Columns: t.schema.Columns}, compression)
 		rec.Release()

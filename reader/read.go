@@ -19,11 +19,8 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// Defaults of a run.
+// Defaults of a run (the batch limits' are batch.Limits.WithDefaults).
 const (
-	defaultMaxRows   = 100_000
-	defaultMaxBytes  = 64 << 20
-	defaultMaxWait   = time.Second
 	defaultRunFor    = time.Hour
 	defaultListEvery = 5 * time.Second
 )
@@ -39,22 +36,17 @@ type Config struct {
 	// Schemas are the pipeline's tables as set up; the stream's SchemaEvents change them.
 	Schemas []batch.Schema
 	// Limits cut a table's batch at MaxRows rows, MaxBytes bytes or MaxWait after its first
-	// row, whichever comes first. A zero field takes the default (100,000 rows, 64 MiB, 1 s).
+	// row, whichever comes first. A zero field takes its default (batch.DefaultMaxRows,
+	// DefaultMaxBytes, DefaultMaxWait).
 	Limits batch.Limits
 	// RunFor bounds the run; 0 means an hour.
 	RunFor time.Duration
 	// ListEvery is how often the run lists the staging store to learn which batches were
 	// acknowledged (which lets it confirm the slot further); 0 means 5 seconds.
 	ListEvery time.Duration
-	// Compression of the staged batch files; empty means defaultCompression.
+	// Compression of the staged batch files; empty means batch.DefaultCompression (LZ4).
 	Compression batch.Compression
 }
-
-// defaultCompression is the codec of the staged batch files: LZ4, whose writer holds 64 KiB
-// blocks, where Arrow's zstd writer sets up an encoder of 16-24 MB for every file (live while
-// the file is written, garbage after: the largest single holder of a stream's heap besides the
-// batch itself) and takes three times as long; its files are about 1.5 times as large.
-const defaultCompression = batch.CompressionLZ4
 
 // Stream is the replication stream of the pipeline's slot (a *source.Reader).
 type Stream interface {
@@ -217,16 +209,7 @@ func tickEvery(maxWait time.Duration) time.Duration {
 }
 
 func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
-	limits := cfg.Limits
-	if limits.MaxRows <= 0 {
-		limits.MaxRows = defaultMaxRows
-	}
-	if limits.MaxBytes <= 0 {
-		limits.MaxBytes = defaultMaxBytes
-	}
-	if limits.MaxWait <= 0 {
-		limits.MaxWait = defaultMaxWait
-	}
+	limits := cfg.Limits.WithDefaults()
 	now := deps.Now
 	if now == nil {
 		now = time.Now

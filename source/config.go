@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,8 +57,6 @@ type Config struct {
 	CheckTable func(batch.Schema) error
 }
 
-var slotNameRE = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
-
 // Validate checks the configuration's own shape (not the database): every problem at once.
 func (c Config) Validate() error {
 	var errs []string
@@ -69,7 +66,7 @@ func (c Config) Validate() error {
 		// The parse error can quote the DSN, which can hold a password: do not wrap it.
 		errs = append(errs, "source DSN cannot be parsed: check the connection string's syntax")
 	}
-	if !slotNameRE.MatchString(c.Slot) {
+	if !batch.ValidSlotName(c.Slot) {
 		errs = append(errs, fmt.Sprintf("slot name %q is invalid: use 1-63 characters of a-z, 0-9 and _", c.Slot))
 	}
 	if c.Publication == "" || len(c.Publication) > 63 {
@@ -112,19 +109,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid source config:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return nil
-}
-
-// ParseTableName parses schema.name; a name without a schema is in public. Quoted identifiers are
-// not supported: names are used as Postgres stores them.
-func ParseTableName(s string) (batch.TableName, error) {
-	schema, name, ok := strings.Cut(s, ".")
-	if !ok {
-		schema, name = "public", s
-	}
-	if schema == "" || name == "" || strings.Contains(name, ".") {
-		return batch.TableName{}, fmt.Errorf("parsing table name %q: want schema.table, such as public.orders", s)
-	}
-	return batch.TableName{Schema: schema, Name: name}, nil
 }
 
 // sessionParams are the settings both the replication and the snapshot connections run with, so

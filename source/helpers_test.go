@@ -95,7 +95,10 @@ func (db *testDB) config(t *testing.T, tables ...string) Config {
 	name := testenv.RandomName("sluice_test_")
 	cfg := Config{DSN: db.dsn, Slot: name, Publication: name}
 	for _, name := range tables {
-		tn, err := ParseTableName(name)
+		if !strings.Contains(name, ".") {
+			name = "public." + name
+		}
+		tn, err := batch.ParseTableName(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,10 +59,10 @@ func TestClickHouseOverTLS(t *testing.T) {
 		tls  config.ClickHouseTLS
 		want string
 	}{
-		{"another CA", config.ClickHouseTLS{CAFile: otherCA, ServerName: "clickhouse.test"}, "x509: certificate signed by unknown authority"},
-		{"a name the certificate does not carry", config.ClickHouseTLS{CAFile: caFile, ServerName: "clickhouse.internal"},
+		{"another CA", config.ClickHouseTLS{TLS: config.TLS{CAFile: otherCA, ServerName: "clickhouse.test"}}, "x509: certificate signed by unknown authority"},
+		{"a name the certificate does not carry", config.ClickHouseTLS{TLS: config.TLS{CAFile: caFile, ServerName: "clickhouse.internal"}},
 			"x509: certificate is valid for clickhouse.test, not clickhouse.internal"},
-		{"the system's roots", config.ClickHouseTLS{Enabled: true, ServerName: "clickhouse.test"}, "x509: certificate signed by unknown authority"},
+		{"the system's roots", config.ClickHouseTLS{TLS: config.TLS{Enabled: true, ServerName: "clickhouse.test"}}, "x509: certificate signed by unknown authority"},
 	}
 	for _, r := range refused {
 		c, cancel := context.WithTimeout(ctx, time.Minute)

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/tlsfiles"
 )
 
 // Options returns the client options of t: HostPort, Namespace and ConnectionOptions (TLS,
@@ -36,8 +35,8 @@ func Options(t config.Temporal) (client.Options, error) {
 // TLSConfig is the TLS configuration of s: the server is verified against the CA file (else the
 // system's roots), under ServerName when set, and the client certificate is presented when set.
 // There is no setting to skip verifying the server.
-func TLSConfig(s config.TemporalTLS) (*tls.Config, error) {
-	return tlsfiles.Config(tlsfiles.Files{Key: "temporal.tls", CAFile: s.CAFile, CertFile: s.CertFile, KeyFile: s.KeyFile, ServerName: s.ServerName})
+func TLSConfig(s config.TLS) (*tls.Config, error) {
+	return s.ClientConfig("temporal.tls")
 }
 
 // Dial connects to the Temporal frontend t names with base's other options (logger, metrics).

@@ -24,12 +24,12 @@ func TestOptions(t *testing.T) {
 		wantErr string
 	}{
 		{"plaintext", config.Temporal{Address: "a:1"}, false, false, ""},
-		{"tls enabled", config.Temporal{Address: "a:1", TLS: config.TemporalTLS{Enabled: true}}, true, false, ""},
-		{"server name alone turns tls on", config.Temporal{Address: "a:1", TLS: config.TemporalTLS{ServerName: "x"}}, true, false, ""},
+		{"tls enabled", config.Temporal{Address: "a:1", TLS: config.TLS{Enabled: true}}, true, false, ""},
+		{"server name alone turns tls on", config.Temporal{Address: "a:1", TLS: config.TLS{ServerName: "x"}}, true, false, ""},
 		{"api key turns tls on", config.Temporal{Address: "a:1", APIKey: "k"}, true, true, ""},
-		{"missing ca file", config.Temporal{Address: "a:1", TLS: config.TemporalTLS{CAFile: filepath.Join(dir, "none")}}, false, false, "reading temporal.tls.ca_file"},
-		{"ca file without a certificate", config.Temporal{Address: "a:1", TLS: config.TemporalTLS{CAFile: notPEM}}, false, false, "holds no PEM certificate"},
-		{"bad client pair", config.Temporal{Address: "a:1", TLS: config.TemporalTLS{CertFile: notPEM, KeyFile: notPEM}}, false, false, "temporal.tls.cert_file"},
+		{"missing ca file", config.Temporal{Address: "a:1", TLS: config.TLS{CAFile: filepath.Join(dir, "none")}}, false, false, "reading temporal.tls.ca_file"},
+		{"ca file without a certificate", config.Temporal{Address: "a:1", TLS: config.TLS{CAFile: notPEM}}, false, false, "holds no PEM certificate"},
+		{"bad client pair", config.Temporal{Address: "a:1", TLS: config.TLS{CertFile: notPEM, KeyFile: notPEM}}, false, false, "temporal.tls.cert_file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,17 +1,9 @@
 package clickhouse
 
-import (
-	"regexp"
-
-	"github.com/sluicecdc/sluice/config"
-)
+import "github.com/sluicecdc/sluice/config"
 
 // Config is the sink.clickhouse section of a pipeline's configuration. It is defined, defaulted
 // and validated once, in package config; New validates the Config it is given with
 // config.ClickHouse.Validate, so one built in Go meets the rules of a config file. Its Schema is
 // one of config.SchemaAuto, config.SchemaModern and config.SchemaCompatible.
 type Config = config.ClickHouse
-
-// identRE is what the sink accepts as a database or table name: the driver's batch insert parses
-// the statement and cannot handle every quoted name.
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

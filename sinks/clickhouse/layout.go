@@ -228,7 +228,9 @@ func splitTarget(target, def string) (db, name string, err error) {
 	if d, n, ok := strings.Cut(target, "."); ok {
 		db, name = d, n
 	}
-	if !identRE.MatchString(db) || !identRE.MatchString(name) {
+	// Plain names only: the driver's batch insert parses the statement and cannot handle every
+	// quoted name.
+	if !batch.PlainName(db) || !batch.PlainName(name) {
 		return "", "", sinks.Poisonf("target %q is not [database.]table with letters, digits and _ only; fix tables[].target", target)
 	}
 	return db, name, nil

@@ -12,7 +12,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/tlsfiles"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -81,8 +80,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 // presented when set, verification skipped only when insecure_skip_verify says so. A CA file
 // that is missing or holds no certificate is an error naming sink.clickhouse.tls.ca_file.
 func TLSConfig(t config.ClickHouseTLS) (*tls.Config, error) {
-	return tlsfiles.Config(tlsfiles.Files{Key: "sink.clickhouse.tls", CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile,
-		ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify})
+	return t.ClientConfig("sink.clickhouse.tls")
 }
 
 // detect reads the server's version and resolves the layout of new tables.

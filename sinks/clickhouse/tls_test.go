@@ -41,16 +41,16 @@ func TestTLSConfig(t *testing.T) {
 		buildErr  string // TLSConfig's error
 		handshake string // the handshake's error; "" when it succeeds
 	}{
-		{name: "ca file", tls: config.ClickHouseTLS{CAFile: caFile}},
-		{name: "ca file and the certificate's name", tls: config.ClickHouseTLS{CAFile: caFile, ServerName: "example.com"}},
-		{name: "system roots do not know the CA", tls: config.ClickHouseTLS{Enabled: true}, handshake: "certificate signed by unknown authority"},
-		{name: "a name the certificate does not carry", tls: config.ClickHouseTLS{CAFile: caFile, ServerName: "clickhouse.internal"},
+		{name: "ca file", tls: config.ClickHouseTLS{TLS: config.TLS{CAFile: caFile}}},
+		{name: "ca file and the certificate's name", tls: config.ClickHouseTLS{TLS: config.TLS{CAFile: caFile, ServerName: "example.com"}}},
+		{name: "system roots do not know the CA", tls: config.ClickHouseTLS{TLS: config.TLS{Enabled: true}}, handshake: "certificate signed by unknown authority"},
+		{name: "a name the certificate does not carry", tls: config.ClickHouseTLS{TLS: config.TLS{CAFile: caFile, ServerName: "clickhouse.internal"}},
 			handshake: "certificate is valid for example.com"},
 		{name: "insecure skip verify", tls: config.ClickHouseTLS{InsecureSkipVerify: true}},
-		{name: "missing ca file", tls: config.ClickHouseTLS{CAFile: missing}, buildErr: "reading sink.clickhouse.tls.ca_file: open " + missing},
-		{name: "ca file without a certificate", tls: config.ClickHouseTLS{CAFile: notPEM},
+		{name: "missing ca file", tls: config.ClickHouseTLS{TLS: config.TLS{CAFile: missing}}, buildErr: "reading sink.clickhouse.tls.ca_file: open " + missing},
+		{name: "ca file without a certificate", tls: config.ClickHouseTLS{TLS: config.TLS{CAFile: notPEM}},
 			buildErr: "sink.clickhouse.tls.ca_file " + notPEM + " holds no PEM certificate"},
-		{name: "client pair that does not load", tls: config.ClickHouseTLS{CAFile: caFile, CertFile: notPEM, KeyFile: notPEM},
+		{name: "client pair that does not load", tls: config.ClickHouseTLS{TLS: config.TLS{CAFile: caFile, CertFile: notPEM, KeyFile: notPEM}},
 			buildErr: "loading the client certificate (sink.clickhouse.tls.cert_file " + notPEM},
 	}
 	for _, tc := range tests {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
-	"github.com/sluicecdc/sluice/internal/tlsfiles"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/plugin/internal/wire"
 	pluginv1 "github.com/sluicecdc/sluice/sinks/plugin/proto/sluice/plugin/v1"
@@ -67,8 +66,7 @@ var (
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	var opts []grpc.DialOption
 	if cfg.TLS.On() {
-		t := cfg.TLS
-		tc, err := tlsfiles.Config(tlsfiles.Files{Key: "sink.plugin.tls", CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName})
+		tc, err := cfg.TLS.ClientConfig("sink.plugin.tls")
 		if err != nil {
 			return nil, err
 		}

@@ -202,7 +202,7 @@ func TestTLSAndToken(t *testing.T) {
 	}
 	addr := serve(t, &scripted{}, sdk.ServeOptions{TLSCertFile: files.ServerCert, TLSKeyFile: files.ServerKey,
 		TLSClientCAFile: files.CA, TokenFile: tokenFile})
-	good := plugin.Config{Address: addr, Token: "s3cret-token", TLS: config.PluginTLS{CAFile: files.CA,
+	good := plugin.Config{Address: addr, Token: "s3cret-token", TLS: config.TLS{CAFile: files.CA,
 		CertFile: files.ClientCert, KeyFile: files.ClientKey, ServerName: "plugin.test"}}
 	c := open(t, good)
 	if err := c.EnsureTable(t.Context(), sinktest.Spec("t")); err != nil {

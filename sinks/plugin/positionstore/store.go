@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,8 +27,6 @@ const DefaultLockTimeout = 20 * time.Second
 // ddlLockKey is the advisory lock that serializes the creation of the store's schema and table
 // between workers starting at once (CREATE ... IF NOT EXISTS races on the catalog).
 const ddlLockKey = 0x511CE0005
-
-var schemaRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Options configure a Store.
 type Options struct {
@@ -67,7 +64,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Schema == "" {
 		o.Schema = DefaultSchema
 	}
-	if !schemaRe.MatchString(o.Schema) {
+	if !batch.PlainName(o.Schema) {
 		return nil, fmt.Errorf("position store schema %q: use letters, digits and _", o.Schema)
 	}
 	if o.Pipeline == "" {
