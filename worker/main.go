@@ -30,6 +30,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/control"
 	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/metrics"
@@ -149,7 +150,7 @@ func run(ctx context.Context, o options) error {
 	sinkSet := pipeline.NewSinks(cfg, log.With("module", "sink"))
 	defer func() { _ = sinkSet.Close(context.Background()) }()
 
-	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
+	tables := control.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
 	authority := pipeline.Authority(cfg) // every activity input is checked against the config
 	conns := &source.Pool{}              // the activities' short catalog reads share connections
