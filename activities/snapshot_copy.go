@@ -144,7 +144,7 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (back
 // that has them. A copy that started in one range (a cursor with Last) stays in one range.
 func planRanges(ctx context.Context, held *backfill.Session, schema batch.Schema, parallelism int, from *backfill.Cursor) error {
 	if len(from.Ranges) > 0 {
-		return held.OpenReaders(ctx, max(parallelism, 1))
+		return held.OpenConns(ctx, max(parallelism, 1))
 	}
 	if parallelism < 2 || len(from.Last) > 0 || from.Done {
 		return nil

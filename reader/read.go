@@ -55,9 +55,9 @@ type Config struct {
 // batch itself) and takes three times as long; its files are about 1.5 times as large.
 const defaultCompression = batch.CompressionLZ4
 
-// Stream is the replication stream of the pipeline's slot (a *source.Reader).
+// Stream is the replication stream of the pipeline's slot (a *source.Stream).
 type Stream interface {
-	// Run streams until ctx ends or h or the connection fails (see source.Reader.Run).
+	// Run streams until ctx ends or h or the connection fails (see source.Stream.Run).
 	Run(ctx context.Context, h source.Handler) error
 	// Confirmed returns the last position confirmed to the slot.
 	Confirmed() uint64
