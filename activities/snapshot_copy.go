@@ -60,7 +60,7 @@ const defaultApplyBytes = 64 << 20
 // result, so the workflow records the progress and resumes from it. Reads and writes are never
 // cancelled mid-way (a query cancelled mid-read may close the snapshot's connection); only the
 // attempt's deadline bounds them.
-func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (backfill.Cursor, error) {
+func (a *Backfill) CopySnapshot(ctx context.Context, in CopySnapshotInput) (backfill.Cursor, error) {
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return backfill.Cursor{}, err
 	}

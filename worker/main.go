@@ -155,9 +155,9 @@ func run(ctx context.Context, o options) error {
 	authority := pipeline.Authority(cfg) // every activity input is checked against the config
 	conns := &source.Pool{}              // the activities' short catalog reads share connections
 	defer conns.Close()
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
+	backfills := &activities.Backfill{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
 		Authority: authority, Metrics: m, Partitions: store}
-	defer activities.CloseSnapshots(context.Background(), snapshots)
+	defer activities.CloseSnapshots(context.Background(), backfills)
 
 	nameBinary(version.Get().BuildID())
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -187,7 +187,7 @@ func run(ctx context.Context, o options) error {
 	activities.Set{
 		Commit: &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4,
 			Authority: authority, Metrics: m},
-		Snapshot: snapshots,
+		Backfill: backfills,
 		Setup: &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority,
 			Conns: conns},
 		Reader: &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"),

@@ -40,8 +40,8 @@ func (t *table) showDetails(ctx workflow.Context) {
 		}
 		b.WriteString("\n\n")
 	}
-	if s := t.snapshot; s != nil && t.state == StateBackfill {
-		b.WriteString(fmt.Sprintf("backfill: %s\n\n", backfillProgress(s)))
+	if s := t.progress; s != nil && t.state == StateBackfill {
+		b.WriteString(fmt.Sprintf("backfill: %s\n\n", describeProgress(s)))
 	}
 	if t.lastError != "" {
 		b.WriteString(fmt.Sprintf("last error: %s\n", truncate(t.lastError, maxDetailsError)))
@@ -64,8 +64,8 @@ func showSourceDetails(ctx workflow.Context, st SourceStatus) {
 	workflow.SetCurrentDetails(ctx, b.String())
 }
 
-// backfillProgress is "45% (45000 of ~100000 rows, 3 chunks)".
-func backfillProgress(s *SnapshotProgress) string {
+// describeProgress is "45% (45000 of ~100000 rows, 3 chunks)".
+func describeProgress(s *BackfillProgress) string {
 	if s.EstimatedRows <= 0 {
 		return fmt.Sprintf("%d rows copied", s.Rows)
 	}
