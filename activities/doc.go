@@ -1,6 +1,6 @@
 // Package activities holds the Temporal activities that the workflows in package workflows drive,
 // one struct per concern: Commit (the sink side of one table: ensure the target, load its
-// committed position and staged batches, commit one staged batch), Snapshot (the backfill, run in
+// committed position and staged batches, commit one staged batch), Backfill (the backfill, run in
 // a session pinned to the worker that holds the exported snapshot), Setup (slot, publication and
 // one TableWorkflow per table) and Reader (the long-running pgoutput reader that stages batches).
 // The engines they run know nothing of Temporal: package commit (CommitBatch), package reader

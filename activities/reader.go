@@ -136,7 +136,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 			return f, nil
 		},
 		NewStream: func(opts source.StreamOptions) (reader.Stream, error) {
-			s, err := source.NewReader(cfg, opts)
+			s, err := source.NewStream(cfg, opts)
 			if err != nil {
 				return nil, err
 			}

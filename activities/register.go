@@ -6,20 +6,20 @@ import "go.temporal.io/sdk/worker"
 // can serve only some concerns).
 type Set struct {
 	Commit   *Commit
-	Snapshot *Snapshot
+	Backfill *Backfill
 	Setup    *Setup
 	Reader   *Reader
 }
 
 // Register registers the set's activities under their method names (CommitBatch, LoadTable, ...),
-// the names the workflows call them by. Snapshot activities run in sessions: the worker must be
+// the names the workflows call them by. Backfill activities run in sessions: the worker must be
 // created with worker.Options{EnableSessionWorker: true}.
 func (s Set) Register(r worker.ActivityRegistry) {
 	if s.Commit != nil {
 		r.RegisterActivity(s.Commit)
 	}
-	if s.Snapshot != nil {
-		r.RegisterActivity(s.Snapshot)
+	if s.Backfill != nil {
+		r.RegisterActivity(s.Backfill)
 	}
 	if s.Setup != nil {
 		r.RegisterActivity(s.Setup)

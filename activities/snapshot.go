@@ -22,7 +22,7 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// Snapshot holds the backfill activities. BeginSnapshot, CopyChunk and EndSnapshot run in one
+// Backfill holds the backfill activities. BeginSnapshot, CopyChunk and EndSnapshot run in one
 // Temporal session, on the worker that holds the exported snapshot's connection; losing that
 // worker loses the snapshot, so the TableWorkflow run fails and its next run discards the
 // partial copy (DiscardSnapshot) and starts again.
@@ -31,7 +31,7 @@ import (
 // rows without moving the committed position; EndSnapshot commits the snapshot's position. So a
 // table shows a position only once its snapshot is complete, and a table without one is
 // backfilled from scratch.
-type Snapshot struct {
+type Backfill struct {
 	Sinks   SinkProvider
 	Sources SourceConfigs
 	Logger  *slog.Logger
@@ -71,7 +71,7 @@ type BeginSnapshotInput struct {
 // BeginSnapshot exports a snapshot consistent with the pipeline's slot and keeps its connection
 // open on this worker for the session's CopyChunk and EndSnapshot. A snapshot this worker still
 // holds for the same table (from a run that failed) is released first.
-func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ SnapshotInfo, err error) {
+func (a *Backfill) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ SnapshotInfo, err error) {
 	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return SnapshotInfo{}, err
@@ -120,7 +120,7 @@ func (a *Snapshot) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ 
 
 // recordPartitions records the partitions of a partitioned table as its snapshot shows them:
 // the set the backfill's content corresponds to (partitions.RecordSnapshot).
-func (a *Snapshot) recordPartitions(ctx context.Context, t TableConfig, snap *source.Snapshot) error {
+func (a *Backfill) recordPartitions(ctx context.Context, t TableConfig, snap *source.Snapshot) error {
 	if a.Partitions == nil {
 		return nil
 	}
@@ -158,7 +158,7 @@ type CopyChunkResult struct {
 // CopyChunk reads one keyset-paginated chunk under the snapshot and applies it to the sink as a
 // snapshot batch (rows only, zero Hi). Re-applying a chunk is idempotent (upsert by key). Unless
 // the chunk is the last, the next one is read ahead while this one is applied.
-func (a *Snapshot) CopyChunk(ctx context.Context, in CopyChunkInput) (_ CopyChunkResult, err error) {
+func (a *Backfill) CopyChunk(ctx context.Context, in CopyChunkInput) (_ CopyChunkResult, err error) {
 	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return CopyChunkResult{}, err
@@ -211,7 +211,7 @@ type EndSnapshotInput struct {
 
 // EndSnapshot commits the snapshot's position to the sink (the table is now backfilled) and
 // releases the snapshot's connection.
-func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) (err error) {
+func (a *Backfill) EndSnapshot(ctx context.Context, in EndSnapshotInput) (err error) {
 	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return err
@@ -228,15 +228,15 @@ func (a *Snapshot) EndSnapshot(ctx context.Context, in EndSnapshotInput) (err er
 	return nil
 }
 
-// CloseSnapshots releases every snapshot a worker's Snapshot activities still hold; the worker
+// CloseSnapshots releases every snapshot a worker's Backfill activities still hold; the worker
 // calls it on shutdown. (A function, not a method: every exported method of an activity struct
 // is registered as an activity.)
-func CloseSnapshots(ctx context.Context, a *Snapshot) {
+func CloseSnapshots(ctx context.Context, a *Backfill) {
 	a.release(ctx, func(*backfill.Session) bool { return true })
 }
 
 // allocator is the memory allocator of the chunks' records.
-func (a *Snapshot) allocator() memory.Allocator {
+func (a *Backfill) allocator() memory.Allocator {
 	if a.Mem == nil {
 		return memory.DefaultAllocator
 	}
@@ -244,7 +244,7 @@ func (a *Snapshot) allocator() memory.Allocator {
 }
 
 // apply writes snapshot rows (hi zero) or the snapshot's end (no rows, hi set) to the sink.
-func (a *Snapshot) apply(ctx context.Context, t TableConfig, rows []batch.Change, hi batch.SourcePosition) error {
+func (a *Backfill) apply(ctx context.Context, t TableConfig, rows []batch.Change, hi batch.SourcePosition) error {
 	b, err := batch.NewRecordBuilder(a.allocator(), t.Spec.Schema)
 	if err != nil {
 		return failure.New(failure.PoisonBatch, fmt.Sprintf("table %s: %v", t.Table(), err), err)
@@ -260,7 +260,7 @@ func (a *Snapshot) apply(ctx context.Context, t TableConfig, rows []batch.Change
 
 // applyRecord writes a record of snapshot rows (hi zero), or an empty one with the snapshot's
 // end (hi set), to the sink.
-func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.RecordBatch, hi batch.SourcePosition) error {
+func (a *Backfill) applyRecord(ctx context.Context, t TableConfig, rec arrow.RecordBatch, hi batch.SourcePosition) error {
 	sink, err := a.Sinks.Sink(ctx, t.Sink)
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", t.Sink.Name, t.Table(), err)
@@ -273,7 +273,7 @@ func (a *Snapshot) applyRecord(ctx context.Context, t TableConfig, rec arrow.Rec
 }
 
 // held returns the snapshot this worker holds under name, or a SnapshotSessionLost error.
-func (a *Snapshot) held(name string, table batch.TableName) (*backfill.Session, error) {
+func (a *Backfill) held(name string, table batch.TableName) (*backfill.Session, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h, ok := a.open[name]
@@ -285,7 +285,7 @@ func (a *Snapshot) held(name string, table batch.TableName) (*backfill.Session, 
 }
 
 // release closes and forgets the held snapshots that match.
-func (a *Snapshot) release(ctx context.Context, match func(*backfill.Session) bool) {
+func (a *Backfill) release(ctx context.Context, match func(*backfill.Session) bool) {
 	a.mu.Lock()
 	var closing []*backfill.Session
 	for name, h := range a.open {
@@ -307,7 +307,7 @@ func (a *Snapshot) release(ctx context.Context, match func(*backfill.Session) bo
 // table's target. A backfill starts with it, so a copy interrupted by a lost session is never
 // trusted. It then ensures the emptied target (a column dropped there by hand comes back). It is
 // idempotent.
-func (a *Snapshot) DiscardSnapshot(ctx context.Context, in TableConfig) (err error) {
+func (a *Backfill) DiscardSnapshot(ctx context.Context, in TableConfig) (err error) {
 	defer convert(&err)
 	if err := a.Authority.CheckTable(in); err != nil {
 		return err

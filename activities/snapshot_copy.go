@@ -59,7 +59,7 @@ const defaultApplyBytes = 64 << 20
 // result, so the workflow records the progress and resumes from it. Reads and writes are never
 // cancelled mid-way (a query cancelled mid-read may close the snapshot's connection); only the
 // attempt's deadline bounds them.
-func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (_ backfill.Cursor, err error) {
+func (a *Backfill) CopySnapshot(ctx context.Context, in CopySnapshotInput) (_ backfill.Cursor, err error) {
 	defer convert(&err)
 	if err := a.Authority.CheckTable(in.Table); err != nil {
 		return backfill.Cursor{}, err
@@ -139,7 +139,7 @@ func (a *Snapshot) CopySnapshot(ctx context.Context, in CopySnapshotInput) (_ ba
 // that has them. A copy that started in one range (a cursor with Last) stays in one range.
 func planRanges(ctx context.Context, held *backfill.Session, schema batch.Schema, parallelism int, from *backfill.Cursor) error {
 	if len(from.Ranges) > 0 {
-		return held.OpenReaders(ctx, max(parallelism, 1))
+		return held.OpenConns(ctx, max(parallelism, 1))
 	}
 	if parallelism < 2 || len(from.Last) > 0 || from.Done {
 		return nil

@@ -170,7 +170,7 @@ func (h *Session) SplitRanges(ctx context.Context, schema batch.Schema, parallel
 	if err != nil || len(krs) < 2 {
 		return nil, err
 	}
-	if err := h.OpenReaders(ctx, parallel); err != nil {
+	if err := h.OpenConns(ctx, parallel); err != nil {
 		return nil, err
 	}
 	out := make([]RangeCursor, len(krs))
@@ -180,11 +180,11 @@ func (h *Session) SplitRanges(ctx context.Context, schema batch.Schema, parallel
 	return out, nil
 }
 
-// OpenReaders opens reading connections of the snapshot until it has parallel (see
-// source.Snapshot.OpenReaders); a copy with ranges calls it on every call, since a slice may
+// OpenConns opens reading connections of the snapshot until it has parallel (see
+// source.Snapshot.OpenConns); a copy with ranges calls it on every call, since a slice may
 // run on a session whose earlier slice opened them or not.
-func (h *Session) OpenReaders(ctx context.Context, parallel int) error {
-	return h.snap.OpenReaders(ctx, parallel)
+func (h *Session) OpenConns(ctx context.Context, parallel int) error {
+	return h.snap.OpenConns(ctx, parallel)
 }
 
 // swapReadAhead makes ra the chunk read ahead (nil: none) and returns the one it replaces.

@@ -17,7 +17,7 @@ const (
 	// MaxParallelBackfills bounds source.max_parallel_backfills: Postgres' max_wal_senders and
 	// max_replication_slots are at most 262143, and each backfill also holds a connection.
 	MaxParallelBackfills = 1000
-	// MaxSnapshotParallelism bounds source.snapshot_parallelism (source.MaxSnapshotReaders).
+	// MaxSnapshotParallelism bounds source.snapshot_parallelism (source.MaxSnapshotConns).
 	MaxSnapshotParallelism = 32
 	// MaxPartitionBuckets bounds sink.iceberg.partition_buckets: each commit writes up to one data
 	// file and one delete file per bucket its rows fall in, so more buckets only multiply small

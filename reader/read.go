@@ -48,9 +48,9 @@ type Config struct {
 	Compression batch.Compression
 }
 
-// Stream is the replication stream of the pipeline's slot (a *source.Reader).
+// Stream is the replication stream of the pipeline's slot (a *source.Stream).
 type Stream interface {
-	// Run streams until ctx ends or h or the connection fails (see source.Reader.Run).
+	// Run streams until ctx ends or h or the connection fails (see source.Stream.Run).
 	Run(ctx context.Context, h source.Handler) error
 	// Confirmed returns the last position confirmed to the slot.
 	Confirmed() uint64

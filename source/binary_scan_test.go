@@ -61,7 +61,7 @@ func TestScanChunkBinaryFormatsBuildTheSameRecord(t *testing.T) {
 	}
 
 	// Under one snapshot, key ranges read on several connections hold every row once, in order.
-	if err := snap.OpenReaders(ctx, 3); err != nil {
+	if err := snap.OpenConns(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
 	ranges, err := snap.SplitKeyRanges(ctx, schema, 4)

@@ -11,14 +11,14 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// runReader runs a reader in the background; stop cancels it and returns Run's error.
-func runReader(t *testing.T, cfg Config, opts StreamOptions, h Handler) (r *Reader, stop func() error) {
+// runStream runs a Stream in the background; stop cancels it and returns Run's error.
+func runStream(t *testing.T, cfg Config, opts StreamOptions, h Handler) (r *Stream, stop func() error) {
 	t.Helper()
 	if opts.StatusInterval == 0 {
 		opts.StatusInterval = 50 * time.Millisecond
 	}
 	opts.ProgressInterval = 50 * time.Millisecond
-	r, err := NewReader(cfg, opts)
+	r, err := NewStream(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestConfirmedNeverPassesSafe(t *testing.T) {
 
 	box := &safeBox{}
 	var held atomic.Uint64
-	r, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: box.get}, func(_ context.Context, ev Event) error {
+	r, stop := runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: box.get}, func(_ context.Context, ev Event) error {
 		if c, ok := ev.(*ChangeEvent); ok && held.Load() == 0 {
 			box.set(c.Change.Pos, true) // held before the handler returns
 			held.Store(c.Change.Pos.LSN)
@@ -83,7 +83,7 @@ func TestConfirmedNeverPassesSafe(t *testing.T) {
 	// A new reader starts from the slot: the held transaction comes again (at least once).
 	var first atomic.Uint64
 	box.set(batch.Position{}, false)
-	_, stop = runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: func() (batch.Position, bool) {
+	_, stop = runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: func() (batch.Position, bool) {
 		if f := first.Load(); f == 0 {
 			return batch.Position{LSN: h}, true // still held until the first change is seen
 		}
@@ -121,7 +121,7 @@ func TestBusyHandlerKeepsConnection(t *testing.T) {
 	cfg.DSN += sep + "options=-c%20wal_sender_timeout%3D1000"
 	db.exec(t, "INSERT INTO a SELECT generate_series(1, 2000)")
 	var n atomic.Int64
-	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, ReadAhead: 1, StatusInterval: 200 * time.Millisecond},
+	_, stop := runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, ReadAhead: 1, StatusInterval: 200 * time.Millisecond},
 		func(_ context.Context, ev Event) error {
 			if _, ok := ev.(*ChangeEvent); ok {
 				if n.Add(1) == 1 {

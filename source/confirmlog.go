@@ -11,10 +11,10 @@ import (
 )
 
 // checkConfirms fails with SlotLost when the slot's confirmed position (confirmed) is past the
-// furthest position the ConfirmLog says the reader ever confirmed: someone else created the slot
+// furthest position the ConfirmLog says the stream ever confirmed: someone else created the slot
 // again under the same name or advanced it, and the changes in between were never read. It
 // sets the position recordConfirm starts from.
-func (r *Reader) checkConfirms(ctx context.Context, confirmed uint64) error {
+func (r *Stream) checkConfirms(ctx context.Context, confirmed uint64) error {
 	r.recorded = confirmed
 	if r.opts.Confirms == nil {
 		return nil
@@ -49,7 +49,7 @@ func confirmedBeyond(slot string, confirmed, furthest uint64) error {
 // at most once per confirmRecordEvery (unless last), recording own (everything received, at
 // least flush) so that the confirmations of the next while need no write. A flush it cannot
 // record yet is lowered to the recorded position: the update still goes out, as a reply.
-func (r *Reader) recordConfirm(ctx context.Context, own, flush uint64, last bool) uint64 {
+func (r *Stream) recordConfirm(ctx context.Context, own, flush uint64, last bool) uint64 {
 	if r.opts.Confirms == nil || flush <= r.recorded {
 		return flush
 	}
@@ -68,12 +68,12 @@ func (r *Reader) recordConfirm(ctx context.Context, own, flush uint64, last bool
 
 // probeShutdown tells whether the server is shutting down, when it asks for a reply while the
 // reader holds back changes it sent: a walsender ends at a shutdown only once its client has
-// confirmed everything it sent (WalSndDone), and a reader that keeps answering would hold up the
+// confirmed everything it sent (WalSndDone), and a stream that keeps answering would hold up the
 // shutdown of the source indefinitely (each reply also resets wal_sender_timeout). So it opens
 // an ordinary connection (at most once per shutdownProbeEvery): refused with SQLSTATE 57P03,
 // the server is shutting down, and Run returns ErrSourceShuttingDown (retryable; the held
 // changes stay unconfirmed and are read again after the restart). Any other outcome is no answer.
-func (r *Reader) probeShutdown(ctx context.Context) error {
+func (r *Stream) probeShutdown(ctx context.Context) error {
 	if time.Since(r.probedAt) < shutdownProbeEvery {
 		return nil
 	}

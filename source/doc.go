@@ -19,13 +19,13 @@
 //
 // # The stream and the safe position
 //
-// Reader.Run calls a Handler with BeginEvent, ChangeEvent, TruncateEvent, SchemaEvent,
+// Stream.Run calls a Handler with BeginEvent, ChangeEvent, TruncateEvent, SchemaEvent,
 // CommitEvent and ProgressEvent values, in stream order, on the caller's goroutine. A receiving
 // goroutine reads ahead (bounded), answers keepalives and sends a standby status update at least
 // every StatusInterval, even while the handler is busy. The flush position it sends is the
 // caller's safe position (SafeFunc): the commit LSN of the lowest change the caller still holds,
 // since a slot re-sends every transaction committing at or after its confirmed position. When
-// the caller holds nothing, it is the reader's own position: the end of the last transaction the
+// the caller holds nothing, it is the stream's own position: the end of the last transaction the
 // handler accepted, or the server's WAL end from a keepalive received between transactions, so
 // a quiet pipeline does not retain WAL. Confirmation never moves backwards and never passes what
 // the caller allows.

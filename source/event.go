@@ -6,7 +6,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 )
 
-// Event is one thing the stream reader hands to its caller: *BeginEvent, *ChangeEvent,
+// Event is one thing the stream hands to its caller: *BeginEvent, *ChangeEvent,
 // *TruncateEvent, *SchemaEvent, *CommitEvent or *ProgressEvent.
 type Event interface{ event() }
 
@@ -18,7 +18,7 @@ type BeginEvent struct {
 }
 
 // ChangeEvent is one row change of one table. Change.Values follow the table's current schema
-// (the last SchemaEvent for the table, or the schema the reader was given).
+// (the last SchemaEvent for the table, or the schema the stream was given).
 type ChangeEvent struct {
 	Table  batch.TableName
 	Change batch.Change
@@ -38,8 +38,8 @@ type TruncateEvent struct {
 type SchemaEvent struct {
 	Table batch.TableName
 	Pos   batch.Position
-	// Old is nil when the table was not known to the reader: with a FOR TABLE publication that
-	// is a pipeline table renamed while the reader was down, or a table added to the
+	// Old is nil when the table was not known to the stream: with a FOR TABLE publication that
+	// is a pipeline table renamed while the stream was down, or a table added to the
 	// publication by hand; the caller must not guess which and should stop the table.
 	Old *batch.Schema
 	New batch.Schema
@@ -57,7 +57,7 @@ type SchemaEvent struct {
 	Identity string
 }
 
-// CommitEvent ends a transaction. After the handler returns nil for it, the reader's own
+// CommitEvent ends a transaction. After the handler returns nil for it, the stream's own
 // position moves to EndLSN.
 type CommitEvent struct {
 	LSN      uint64 // the commit LSN, the same as the BeginEvent's
@@ -65,15 +65,15 @@ type CommitEvent struct {
 	CommitTS time.Time
 }
 
-// ProgressEvent comes at least every ProgressInterval and whenever a keepalive moves the reader's
+// ProgressEvent comes at least every ProgressInterval and whenever a keepalive moves the stream's
 // position while no transaction is open, so the caller can heartbeat and cut batches by time
-// even when no change arrives. ReaderLSN is the position the reader would confirm if the caller
+// even when no change arrives. StreamLSN is the position the stream would confirm if the caller
 // held nothing; InTxn says a transaction is open. CaughtUp says a server keepalive brought it,
 // between transactions and past the position the stream started at: the server had sent what it
 // had decoded and waited for more WAL (it also sends one at the start, which does not count, and
 // one every wal_sender_timeout/2 of a long decode).
 type ProgressEvent struct {
-	ReaderLSN uint64
+	StreamLSN uint64
 	InTxn     bool
 	CaughtUp  bool
 }

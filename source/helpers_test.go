@@ -121,7 +121,7 @@ func setup(t *testing.T, cfg Config) Info {
 // nothingHeld is the SafeFunc of a caller that has committed everything it was given.
 func nothingHeld() (batch.Position, bool) { return batch.Position{}, false }
 
-// stream runs a Reader from the slot until its position reaches until (a WAL LSN taken after the
+// stream runs a Stream from the slot until its position reaches until (a WAL LSN taken after the
 // workload), and returns the events other than progress.
 func stream(t *testing.T, cfg Config, schemas []batch.Schema, until uint64) []Event {
 	t.Helper()
@@ -135,9 +135,9 @@ func stream(t *testing.T, cfg Config, schemas []batch.Schema, until uint64) []Ev
 	return evs
 }
 
-// streamFunc runs a Reader with opts, passing events to h, until the reader's position reaches
+// streamFunc runs a Stream with opts, passing events to h, until the stream's position reaches
 // until; it fails the test after a minute.
-func streamFunc(t *testing.T, cfg Config, opts StreamOptions, until uint64, h func(Event) error) *Reader {
+func streamFunc(t *testing.T, cfg Config, opts StreamOptions, until uint64, h func(Event) error) *Stream {
 	t.Helper()
 	if opts.StatusInterval == 0 {
 		opts.StatusInterval = 100 * time.Millisecond
@@ -145,7 +145,7 @@ func streamFunc(t *testing.T, cfg Config, opts StreamOptions, until uint64, h fu
 	if opts.ProgressInterval == 0 {
 		opts.ProgressInterval = 50 * time.Millisecond
 	}
-	r, err := NewReader(cfg, opts)
+	r, err := NewStream(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func streamFunc(t *testing.T, cfg Config, opts StreamOptions, until uint64, h fu
 				return errDone
 			}
 		case *ProgressEvent:
-			if e.ReaderLSN >= until {
+			if e.StreamLSN >= until {
 				return errDone
 			}
 		}

@@ -108,13 +108,13 @@ func TestSetupIsIdempotentAndAddsTables(t *testing.T) {
 	}
 }
 
-func TestSecondReaderGetsSlotInUse(t *testing.T) {
+func TestSecondStreamGetsSlotInUse(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t, "CREATE TABLE a (id int PRIMARY KEY)")
 	cfg := db.config(t, "a")
 	info := setup(t, cfg)
 	started := make(chan struct{}, 1)
-	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld}, func(_ context.Context, ev Event) error {
+	_, stop := runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld}, func(_ context.Context, ev Event) error {
 		select {
 		case started <- struct{}{}:
 		default:
@@ -123,7 +123,7 @@ func TestSecondReaderGetsSlotInUse(t *testing.T) {
 	})
 	defer stop()
 	<-started
-	r, err := NewReader(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld})
+	r, err := NewStream(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // SlotLostError says the pipeline's slot can no longer deliver the changes the tables need: it
 // was dropped, or invalidated (its WAL removed past max_slot_wal_keep_size). Retrying cannot
 // fix it; every table may have missed changes and must be backfilled again. Setup and
-// Reader.Run return it marked permanent (failure.Permanent).
+// Stream.Run return it marked permanent (failure.Permanent).
 type SlotLostError struct {
 	Slot string
 	// What happened: "was dropped", "was invalidated ...".
@@ -268,10 +268,10 @@ func TableSince(ctx context.Context, dsn, publication, slot string, table batch.
 	return max(rec.LSN, rec.Joined[table.String()]), nil
 }
 
-// EndSlotReader terminates the walsender that streams from slot, if any, so that the slot can be
+// EndSlotStream terminates the walsender that streams from slot, if any, so that the slot can be
 // dropped; it returns the walsender's process id (0: none). Only for a pipeline whose workflows
 // are stopped: a running reader would reconnect.
-func EndSlotReader(ctx context.Context, dsn, slot string) (int32, error) {
+func EndSlotStream(ctx context.Context, dsn, slot string) (int32, error) {
 	conn, err := connect(ctx, dsn)
 	if err != nil {
 		return 0, err

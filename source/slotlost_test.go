@@ -79,7 +79,7 @@ func TestSetupRecordsSlotAndRefusesToRecreateIt(t *testing.T) {
 	if s, _ := readSlot(ctx, db.conn, cfg.Slot); s.Exists {
 		t.Fatal("setup recreated the dropped slot")
 	}
-	r, err := NewReader(cfg, StreamOptions{Safe: nothingHeld})
+	r, err := NewStream(cfg, StreamOptions{Safe: nothingHeld})
 	if err != nil {
 		t.Fatal(err)
 	}

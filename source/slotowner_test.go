@@ -126,7 +126,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 	cfg := db.config(t, "r")
 	info := setup(t, cfg)
 	log := &memLog{}
-	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: log},
+	_, stop := runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: log},
 		func(context.Context, Event) error { return nil })
 	db.exec(t, "INSERT INTO r SELECT generate_series(1, 100)")
 	end := db.walLSN(t)
@@ -145,7 +145,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 	t.Logf("%d records in the run", writes)
 
 	// The same slot again: accepted.
-	_, stop = runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: log},
+	_, stop = runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: log},
 		func(context.Context, Event) error { return nil })
 	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("a run on the pipeline's own slot: %v", err)
@@ -156,7 +156,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 	db.exec(t, "INSERT INTO r SELECT generate_series(101, 200)")
 	db.exec(t, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot)
 	recorded, _ = log.get()
-	r, err := NewReader(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: log})
+	r, err := NewStream(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 		}
 	}
 	// A pipeline without a record (set up before the log was kept) is not checked.
-	r, _ = NewReader(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: &memLog{}})
+	r, _ = NewStream(cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld, Confirms: &memLog{}})
 	rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	if err := r.Run(rctx, func(context.Context, Event) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
@@ -187,7 +187,7 @@ func TestRecreatedSlotIsLost(t *testing.T) {
 func TestRecordConfirm(t *testing.T) {
 	t.Parallel()
 	log := &memLog{}
-	r := &Reader{opts: StreamOptions{Confirms: log}, log: slog.New(slog.DiscardHandler), recorded: 100}
+	r := &Stream{opts: StreamOptions{Confirms: log}, log: slog.New(slog.DiscardHandler), recorded: 100}
 	r.confirmed.Store(100)
 	if got := r.recordConfirm(context.Background(), 300, 200, false); got != 200 {
 		t.Fatalf("first confirmation: %d, want 200", got)

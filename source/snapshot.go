@@ -35,7 +35,7 @@ import (
 // before S. Comparing positions is therefore the whole rule: no gap, no overlap.
 //
 // A Snapshot is safe for concurrent use. Each read takes one of its reading connections (one
-// unless OpenReaders opened more), each a transaction that imported the snapshot, so they see
+// unless OpenConns opened more), each a transaction that imported the snapshot, so they see
 // the same rows.
 type Snapshot struct {
 	mu     sync.Mutex       // guards rconn, conns and closed
@@ -100,7 +100,7 @@ func OpenSnapshot(ctx context.Context, cfg Config) (s *Snapshot, err error) {
 			conn.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	s = &Snapshot{rconn: rconn, conns: []*pgconn.PgConn{conn}, free: make(chan *pgconn.PgConn, MaxSnapshotReaders),
+	s = &Snapshot{rconn: rconn, conns: []*pgconn.PgConn{conn}, free: make(chan *pgconn.PgConn, MaxSnapshotConns),
 		dsn: cfg.DSN, name: res.SnapshotName, lsn: lsn, slot: tmp, id: id, where: map[batch.TableName]string{}}
 	s.free <- conn
 	for _, t := range cfg.Tables {
@@ -170,8 +170,8 @@ func (s *Snapshot) Close(ctx context.Context) error {
 	return nil
 }
 
-// MaxSnapshotReaders bounds the reading connections of one snapshot (OpenReaders).
-const MaxSnapshotReaders = 32
+// MaxSnapshotConns bounds the reading connections of one snapshot (OpenConns).
+const MaxSnapshotConns = 32
 
 // importSnapshot connects and opens a read-only REPEATABLE READ transaction that imported the
 // exported snapshot name.
@@ -192,23 +192,23 @@ func importSnapshot(ctx context.Context, dsn, name string) (*pgconn.PgConn, erro
 	return conn, nil
 }
 
-// OpenReaders opens reading connections until the snapshot has n (at most MaxSnapshotReaders),
+// OpenConns opens reading connections until the snapshot has n (at most MaxSnapshotConns),
 // each a transaction that imported it, so that n reads run at once. Each holds one of the
 // server's max_connections until Close. It is idempotent.
-func (s *Snapshot) OpenReaders(ctx context.Context, n int) error {
-	n = min(n, MaxSnapshotReaders)
+func (s *Snapshot) OpenConns(ctx context.Context, n int) error {
+	n = min(n, MaxSnapshotConns)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for !s.closed && len(s.conns) < n {
 		conn, err := importSnapshot(ctx, s.dsn, s.name)
 		if err != nil {
-			return fmt.Errorf("opening reader %d of %d of snapshot %s: %w", len(s.conns)+1, n, s.name, err)
+			return fmt.Errorf("opening connection %d of %d of snapshot %s: %w", len(s.conns)+1, n, s.name, err)
 		}
 		s.conns = append(s.conns, conn)
 		s.free <- conn
 	}
 	if s.closed {
-		return fmt.Errorf("opening readers of snapshot %s: the snapshot is closed", s.name)
+		return fmt.Errorf("opening connections of snapshot %s: the snapshot is closed", s.name)
 	}
 	return nil
 }

@@ -20,19 +20,19 @@ import (
 
 // SafeFunc reports what the caller has not yet durably committed: the lowest position of any
 // change it holds (buffered, staged, or committing; for a table being backfilled, the snapshot's
-// position) and whether it holds anything at all. The reader confirms the slot up to the commit
+// position) and whether it holds anything at all. The stream confirms the slot up to the commit
 // LSN of that position, never past it; when nothing is outstanding it confirms its own position.
-// The reader calls it from its receiving goroutine, concurrently with the handler: it must be
+// The stream calls it from its receiving goroutine, concurrently with the handler: it must be
 // safe for concurrent use, and it must count a change as held from before the handler returns
 // for it.
 type SafeFunc func() (lowest batch.Position, outstanding bool)
 
 // Handler receives the stream's events, one at a time, in stream order, on the goroutine that
-// called Run. Values in an event are not reused by the reader: the handler may keep them. A
+// called Run. Values in an event are not reused by the stream: the handler may keep them. A
 // non-nil error stops Run, which returns it.
 type Handler func(ctx context.Context, ev Event) error
 
-// StreamOptions configure a Reader.
+// StreamOptions configure a Stream.
 type StreamOptions struct {
 	// Start is the LSN to stream from: transactions that commit at or after it are delivered
 	// (unless the slot has confirmed further). 0 means the slot's confirmed position.
@@ -50,19 +50,19 @@ type StreamOptions struct {
 	// ProgressInterval is how often a ProgressEvent comes when nothing else does (default 1s).
 	ProgressInterval time.Duration
 	// ReadAhead is how many messages are received ahead of the handler (default 256). It bounds
-	// the reader's memory together with the size of one message.
+	// the stream's memory together with the size of one message.
 	ReadAhead int
 	Logger    *slog.Logger
 	// BeforeLastStatus, when set, is called before the status update Run sends when it stops, so
-	// that Safe can answer from fresh state (the reader's caller lists what it still holds).
+	// that Safe can answer from fresh state (the stream's caller lists what it still holds).
 	BeforeLastStatus func(ctx context.Context)
-	// Confirms, when set, keeps the furthest position the reader ever confirmed to the slot, so
+	// Confirms, when set, keeps the furthest position the stream ever confirmed to the slot, so
 	// that a slot created again under the same name, or advanced by hand, is recognized: see
 	// ConfirmLog. Nil skips both the record and the check.
 	Confirms ConfirmLog
 }
 
-// ConfirmLog keeps, outside Postgres, the furthest position the reader ever confirmed to the
+// ConfirmLog keeps, outside Postgres, the furthest position the stream ever confirmed to the
 // pipeline's slot. Postgres keeps no creation mark of a slot: one dropped and created again
 // under the same name, or advanced by hand (pg_replication_slot_advance), looks like the
 // pipeline's own, but its confirmed position is past everything Sluice confirmed, and the
@@ -79,28 +79,28 @@ type ConfirmLog interface {
 	Record(ctx context.Context, lsn uint64) error
 }
 
-// confirmRecordEvery bounds how often the reader writes its ConfirmLog: a confirmation beyond
+// confirmRecordEvery bounds how often the stream writes its ConfirmLog: a confirmation beyond
 // the record waits for the next status update after it (every StatusInterval, or at once when
 // the server asks for a reply). Each record covers everything received so far, so a pipeline
 // that confirms every StatusInterval writes one small object per StatusInterval at most.
 const confirmRecordEvery = time.Second
 
-// shutdownProbeEvery bounds how often the reader probes for a shutdown of the server (see
-// Reader.probeShutdown).
+// shutdownProbeEvery bounds how often the stream probes for a shutdown of the server (see
+// Stream.probeShutdown).
 const shutdownProbeEvery = time.Second
 
-// Reader streams a pipeline's slot: START_REPLICATION with pgoutput protocol version 1, decoding,
+// Stream streams a pipeline's slot: START_REPLICATION with pgoutput protocol version 1, decoding,
 // keepalives, and standby status updates that confirm only what the caller's SafeFunc allows.
-type Reader struct {
+type Stream struct {
 	cfg  Config
 	opts StreamOptions
 	log  *slog.Logger
 
-	readerLSN atomic.Uint64 // the position confirmable when the caller holds nothing
+	streamLSN atomic.Uint64 // the position confirmable when the caller holds nothing
 	confirmed atomic.Uint64 // the last flush position sent
 
 	// recorded is the furthest position the ConfirmLog holds (or the slot's confirmed position
-	// at the start, when higher), recordedAt when the reader last wrote it, and probedAt when it
+	// at the start, when higher), recordedAt when the stream last wrote it, and probedAt when it
 	// last probed for a shutdown: used by the goroutine that sends status updates only.
 	recorded   uint64
 	recordedAt time.Time
@@ -108,7 +108,7 @@ type Reader struct {
 }
 
 // NewReader checks the options; it connects to nothing (Run does).
-func NewReader(cfg Config, opts StreamOptions) (*Reader, error) {
+func NewStream(cfg Config, opts StreamOptions) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, failure.Permanent(err)
 	}
@@ -128,11 +128,11 @@ func NewReader(cfg Config, opts StreamOptions) (*Reader, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{cfg: cfg, opts: opts, log: log.With(slog.String(logSlot, cfg.Slot))}, nil
+	return &Stream{cfg: cfg, opts: opts, log: log.With(slog.String(logSlot, cfg.Slot))}, nil
 }
 
-// Confirmed returns the last flush position the reader sent to the server (0 before the first).
-func (r *Reader) Confirmed() uint64 { return r.confirmed.Load() }
+// Confirmed returns the last flush position the stream sent to the server (0 before the first).
+func (r *Stream) Confirmed() uint64 { return r.confirmed.Load() }
 
 // wireMsg is one message received from the server, parsed, on its way to the handler.
 type wireMsg struct {
@@ -144,7 +144,7 @@ type wireMsg struct {
 // returns ctx.Err()), h fails, or the connection fails. It sends a last status update and closes
 // its connections before returning. Run may be called again after it returns (the stream
 // restarts from the slot); it must not run twice at the same time.
-func (r *Reader) Run(ctx context.Context, h Handler) error {
+func (r *Stream) Run(ctx context.Context, h Handler) error {
 	conn, err := connect(ctx, r.cfg.DSN)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 		return err
 	}
 	start := max(r.opts.Start, s.Confirmed)
-	r.readerLSN.Store(start)
+	r.streamLSN.Store(start)
 	r.confirmed.Store(s.Confirmed)
 
 	resolver := newTypeResolver(conn)
@@ -219,10 +219,10 @@ func (r *Reader) Run(ctx context.Context, h Handler) error {
 // tableOIDs records the relation OIDs of the known tables, so that a table renamed before its
 // first RELATION message of this run is recognized by its OID, and decides whether tables not
 // known may be ignored: only when the publication is FOR ALL TABLES. With a FOR TABLE
-// publication an unknown name is a pipeline table renamed while the reader was down (or one
+// publication an unknown name is a pipeline table renamed while the stream was down (or one
 // added to the publication by hand), and it is reported (SchemaEvent with Old nil), never
 // ignored.
-func (r *Reader) tableOIDs(ctx context.Context, conn *pgx.Conn, dec *decoder) error {
+func (r *Stream) tableOIDs(ctx context.Context, conn *pgx.Conn, dec *decoder) error {
 	var allTables bool
 	err := conn.QueryRow(ctx, `SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1`, r.cfg.Publication).Scan(&allTables)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -261,7 +261,7 @@ func (r *Reader) tableOIDs(ctx context.Context, conn *pgx.Conn, dec *decoder) er
 
 // dispatch decodes messages and calls the handler until ctx ends, the receiver fails or the
 // handler fails. start is the position the stream started at.
-func (r *Reader) dispatch(ctx context.Context, dec *decoder, start uint64, msgs <-chan wireMsg, recvErr <-chan error, h Handler) error {
+func (r *Stream) dispatch(ctx context.Context, dec *decoder, start uint64, msgs <-chan wireMsg, recvErr <-chan error, h Handler) error {
 	tick := time.NewTicker(r.opts.ProgressInterval)
 	defer tick.Stop()
 	emit := func(ev Event) error {
@@ -288,7 +288,7 @@ func (r *Reader) dispatch(ctx context.Context, dec *decoder, start uint64, msgs 
 				}
 				end := uint64(m.keepalive.ServerWALEnd)
 				r.advance(end)
-				if err := h(ctx, &ProgressEvent{ReaderLSN: r.readerLSN.Load(), CaughtUp: end > start}); err != nil {
+				if err := h(ctx, &ProgressEvent{StreamLSN: r.streamLSN.Load(), CaughtUp: end > start}); err != nil {
 					return err
 				}
 				continue
@@ -297,18 +297,18 @@ func (r *Reader) dispatch(ctx context.Context, dec *decoder, start uint64, msgs 
 				return err
 			}
 		case <-tick.C:
-			if err := h(ctx, &ProgressEvent{ReaderLSN: r.readerLSN.Load(), InTxn: dec.inTxn}); err != nil {
+			if err := h(ctx, &ProgressEvent{StreamLSN: r.streamLSN.Load(), InTxn: dec.inTxn}); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// advance moves the reader's own position forward to lsn.
-func (r *Reader) advance(lsn uint64) {
+// advance moves the stream's own position forward to lsn.
+func (r *Stream) advance(lsn uint64) {
 	for {
-		cur := r.readerLSN.Load()
-		if lsn <= cur || r.readerLSN.CompareAndSwap(cur, lsn) {
+		cur := r.streamLSN.Load()
+		if lsn <= cur || r.streamLSN.CompareAndSwap(cur, lsn) {
 			return
 		}
 	}
@@ -316,7 +316,7 @@ func (r *Reader) advance(lsn uint64) {
 
 // receive owns the replication connection: it reads messages, hands them to dispatch, answers
 // keepalives and sends status updates every StatusInterval, also while dispatch is busy.
-func (r *Reader) receive(ctx context.Context, conn *pgconn.PgConn, out chan<- wireMsg) error {
+func (r *Stream) receive(ctx context.Context, conn *pgconn.PgConn, out chan<- wireMsg) error {
 	next := time.Now().Add(r.opts.StatusInterval)
 	// One deadline context per status period, not one per message: receiving a large
 	// transaction is a million calls.
@@ -390,7 +390,7 @@ func (r *Reader) receive(ctx context.Context, conn *pgconn.PgConn, out chan<- wi
 }
 
 // forward hands m to dispatch, sending status updates while it waits.
-func (r *Reader) forward(ctx context.Context, conn *pgconn.PgConn, out chan<- wireMsg, m wireMsg, next *time.Time) error {
+func (r *Stream) forward(ctx context.Context, conn *pgconn.PgConn, out chan<- wireMsg, m wireMsg, next *time.Time) error {
 	select {
 	case out <- m:
 		return nil
@@ -415,14 +415,14 @@ func (r *Reader) forward(ctx context.Context, conn *pgconn.PgConn, out chan<- wi
 }
 
 // sendStatus sends a standby status update whose flush and apply positions are the safe
-// position: the commit LSN of the lowest change the caller holds, or the reader's own position
+// position: the commit LSN of the lowest change the caller holds, or the stream's own position
 // when it holds none; never lower than what was already confirmed, and never beyond what the
 // ConfirmLog holds (recordConfirm writes it first). last is the update Run sends when it stops,
 // which records without waiting for confirmRecordEvery.
-func (r *Reader) sendStatus(ctx context.Context, conn *pgconn.PgConn, last bool) error {
-	// Read the reader's position before asking the caller: a change handed over after this
+func (r *Stream) sendStatus(ctx context.Context, conn *pgconn.PgConn, last bool) error {
+	// Read the stream's position before asking the caller: a change handed over after this
 	// point commits at or after this position, so it cannot be confirmed by mistake.
-	own := r.readerLSN.Load()
+	own := r.streamLSN.Load()
 	low, outstanding := r.opts.Safe()
 	flush := safeFlush(own, r.confirmed.Load(), low, outstanding)
 	flush = r.recordConfirm(ctx, own, flush, last)
@@ -464,7 +464,7 @@ func (d *deadline) stop() {
 	}
 }
 
-// safeFlush computes the flush position of a status update: the reader's own position own,
+// safeFlush computes the flush position of a status update: the stream's own position own,
 // lowered to the commit LSN of the lowest outstanding change (that transaction is then sent
 // again after a restart, since a slot skips only transactions committing before its confirmed
 // position), and never below last, what was confirmed before.

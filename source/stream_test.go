@@ -195,7 +195,7 @@ func TestStreamRenamedTables(t *testing.T) {
 	// Renamed after the reader started, before its first change: reported as a rename.
 	renamed := make(chan *SchemaEvent, 1)
 	started := make(chan struct{}, 1)
-	_, stop := runReader(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld}, func(_ context.Context, ev Event) error {
+	_, stop := runStream(t, cfg, StreamOptions{Schemas: info.Schemas, Safe: nothingHeld}, func(_ context.Context, ev Event) error {
 		switch e := ev.(type) {
 		case *ProgressEvent:
 			select {

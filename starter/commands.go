@@ -11,11 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/control"
 	"github.com/sluicecdc/sluice/pipeline"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/workflows"
@@ -106,18 +105,9 @@ func startCmd(a *app) *cobra.Command {
 		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
 			in := pipeline.SourceInput(a.cfg)
 			running := sourceRunning(cmd.Context(), a)
-			// Signal-with-start: a running pipeline gets reconfigure, so its next run adds the
-			// tables the workers' config gained to the publication and starts them.
-			run, err := a.client.SignalWithStartWorkflow(cmd.Context(), workflows.SourceWorkflowID(a.cfg.Pipeline), workflows.SignalReconfigure, nil, client.StartWorkflowOptions{
-				ID:                       workflows.SourceWorkflowID(a.cfg.Pipeline),
-				TaskQueue:                a.cfg.Temporal.TaskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-				StaticSummary:            workflows.SourceSummary(in, pipeline.Authority(a.cfg).Tables),
-				StaticDetails:            workflows.SourceDetails(in, pipeline.Authority(a.cfg).Tables),
-				TypedSearchAttributes: temporal.NewSearchAttributes(
-					workflows.SearchPipeline.ValueSet(a.cfg.Pipeline), workflows.SearchPhase.ValueSet(string(workflows.StateStarting))),
-			}, workflows.SourceWorkflowType, in)
+			// A running pipeline gets reconfigure: its next run adds the tables the workers'
+			// config gained to the publication and starts them.
+			run, err := control.StartSource(cmd.Context(), a.client, a.cfg.Temporal.TaskQueue, in, pipeline.Authority(a.cfg).Tables)
 			if err != nil {
 				return fmt.Errorf("starting pipeline %s: %w", a.cfg.Pipeline, err)
 			}
@@ -164,7 +154,7 @@ func selectTables(cfg *config.Config, table string) ([]activities.TableConfig, e
 	return out, nil
 }
 
-func tableCommand(a *app, use, short string, required bool, do func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error) *cobra.Command {
+func tableCommand(a *app, use, short string, required bool, do func(cmd *cobra.Command, t control.Tables, tc activities.TableConfig) error) *cobra.Command {
 	var table string
 	cmd := &cobra.Command{
 		Use:   use,
@@ -175,7 +165,7 @@ func tableCommand(a *app, use, short string, required bool, do func(cmd *cobra.C
 			if err != nil {
 				return err
 			}
-			t := workflows.Tables{Client: a.client, TaskQueue: a.cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(a.cfg)}
+			t := control.Tables{Client: a.client, TaskQueue: a.cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(a.cfg)}
 			var errs []error
 			for _, tc := range tables {
 				if err := do(cmd, t, tc); err != nil {
@@ -196,14 +186,14 @@ func tableCommand(a *app, use, short string, required bool, do func(cmd *cobra.C
 
 func pauseCmd(a *app) *cobra.Command {
 	return tableCommand(a, "pause", "Stop committing after the current batch (batches keep being staged)", false,
-		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+		func(cmd *cobra.Command, t control.Tables, tc activities.TableConfig) error {
 			return t.Pause(cmd.Context(), tc)
 		})
 }
 
 func resumeCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resume", "Resume a paused table, or restart a failed one from its committed position (fix the cause first)", false,
-		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+		func(cmd *cobra.Command, t control.Tables, tc activities.TableConfig) error {
 			tc, err := withCurrentSchema(cmd.Context(), a.cfg, tc)
 			if err != nil {
 				return err
@@ -249,7 +239,7 @@ func withCurrentSchema(ctx context.Context, cfg *config.Config, tc activities.Ta
 
 func resyncCmd(a *app) *cobra.Command {
 	return tableCommand(a, "resync", "Discard the table's target and backfill it again from a new snapshot (a running, paused or failed table)", true,
-		func(cmd *cobra.Command, t workflows.Tables, tc activities.TableConfig) error {
+		func(cmd *cobra.Command, t control.Tables, tc activities.TableConfig) error {
 			tc, err := withCurrentSchema(cmd.Context(), a.cfg, tc)
 			if err != nil {
 				return err

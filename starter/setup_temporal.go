@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicecdc/sluice/control"
 	"github.com/sluicecdc/sluice/source"
-	"github.com/sluicecdc/sluice/workflows"
 )
 
 // setupTemporalCmd registers Sluice's search attributes in the config's Temporal namespace: what
@@ -22,7 +22,7 @@ func setupTemporalCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: withClient(a, func(cmd *cobra.Command, _ []string) error {
 			ns := a.cfg.Temporal.Namespace
-			added, err := workflows.RegisterSearchAttributes(cmd.Context(), a.client, ns)
+			added, err := control.RegisterSearchAttributes(cmd.Context(), a.client, ns)
 			if err != nil {
 				return err
 			}
@@ -49,7 +49,7 @@ func checkSearchAttributes(ctx context.Context, a *app, out io.Writer) []source.
 	}
 	defer a.close()
 	ns := a.cfg.Temporal.Namespace
-	missing, err := workflows.MissingSearchAttributes(ctx, a.client, ns)
+	missing, err := control.MissingSearchAttributes(ctx, a.client, ns)
 	if err != nil {
 		fmt.Fprintf(out, "could not check Temporal's search attributes: %v\n", err)
 		return nil
@@ -61,6 +61,6 @@ func checkSearchAttributes(ctx context.Context, a *app, out io.Writer) []source.
 		Subject: "Temporal namespace " + ns,
 		Message: fmt.Sprintf("lacks Sluice's search attributes %s: its workflows cannot start", strings.Join(missing, ", ")),
 		Fix: fmt.Sprintf("run `sluice setup-temporal --config %s`, or with the Temporal CLI:\n%s",
-			a.configPath, strings.TrimRight(workflows.SearchAttributeCommands(ns), "\n")),
+			a.configPath, strings.TrimRight(control.SearchAttributeCommands(ns), "\n")),
 	}}
 }

@@ -283,7 +283,7 @@ func positionOf(r tableRow) string {
 }
 
 func rowsOf(r tableRow) string {
-	if s := r.Status.Snapshot; s != nil && !s.Done {
+	if s := r.Status.Backfill; s != nil && !s.Done {
 		return fmt.Sprintf("%d of ~%d (backfill)", s.Rows, s.EstimatedRows)
 	}
 	return fmt.Sprint(r.Status.Rows)
@@ -383,7 +383,7 @@ func watchStatus(ctx context.Context, a *app, w io.Writer, every time.Duration) 
 				bars[r.Table] = bar
 			}
 			*info[r.Table] = fmt.Sprintf("%s %s  pos %s  rows %s  lag %s  %s", r.Workflow, phaseOf(r), positionOf(r), rowsOf(r), lagOf(r, time.Now()), oneLine(r.Err))
-			if s := r.Status.Snapshot; s != nil && !s.Done && s.EstimatedRows > 0 {
+			if s := r.Status.Backfill; s != nil && !s.Done && s.EstimatedRows > 0 {
 				bar.SetTotal(max(s.EstimatedRows, s.Rows), false)
 				bar.SetCurrent(s.Rows)
 			} else {

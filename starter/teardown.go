@@ -81,7 +81,7 @@ func dropWhenReleased(ctx context.Context, sc source.Config, out io.Writer) erro
 			return err
 		}
 		if time.Now().After(deadline) {
-			pid, err := source.EndSlotReader(ctx, sc.DSN, sc.Slot)
+			pid, err := source.EndSlotStream(ctx, sc.DSN, sc.Slot)
 			if err != nil {
 				return err
 			}

@@ -51,7 +51,7 @@ func TestBigBackfillStaysWithinTheHistoryBudget(t *testing.T) {
 				return false, "", err
 			}
 			progress := ""
-			if s := st.Snapshot; s != nil {
+			if s := st.Backfill; s != nil {
 				progress = fmt.Sprintf("%d of ~%d rows, %d chunks", s.Rows, s.EstimatedRows, s.Chunks)
 			}
 			return st.Phase == "stream" && st.HasPosition, fmt.Sprintf("phase %s %s error %q", st.Phase, progress, st.LastError), nil

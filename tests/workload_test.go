@@ -197,7 +197,7 @@ func (w *workloadPipeline) waitStreaming(tn batch.TableName) {
 				return false, "", err
 			}
 			return st.Phase == workflows.StateStream && st.HasPosition,
-				fmt.Sprintf("phase %s rows %d snapshot %+v error %q", st.Phase, st.Rows, st.Snapshot, st.LastError), nil
+				fmt.Sprintf("phase %s rows %d snapshot %+v error %q", st.Phase, st.Rows, st.Backfill, st.LastError), nil
 		})
 	if err != nil {
 		w.t.Fatalf("workload seed %d: %v", w.gen.Seed(), err)
@@ -464,8 +464,8 @@ func TestWorkerKilledDuringBackfill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Phase != workflows.StateBackfill || (st.Snapshot != nil && st.Snapshot.Done) {
-				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Snapshot)
+			if st.Phase != workflows.StateBackfill || (st.Backfill != nil && st.Backfill.Done) {
+				t.Fatalf("the backfill is not in progress when the worker is killed: phase %s, %+v", st.Phase, st.Backfill)
 			}
 			partial, err := w.sink.Read(ctx, items, w.gen.Universe(items.Name))
 			if err != nil {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/control"
 	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/metrics"
@@ -149,14 +150,14 @@ func run(ctx context.Context, o options) error {
 	sinkSet := pipeline.NewSinks(cfg, log.With("module", "sink"))
 	defer func() { _ = sinkSet.Close(context.Background()) }()
 
-	tables := workflows.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
+	tables := control.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
 	sources := pipeline.SourceConfigs(cfg)
 	authority := pipeline.Authority(cfg) // every activity input is checked against the config
 	conns := &source.Pool{}              // the activities' short catalog reads share connections
 	defer conns.Close()
-	snapshots := &activities.Snapshot{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
+	backfills := &activities.Backfill{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
 		Authority: authority, Metrics: m, Partitions: store}
-	defer activities.CloseSnapshots(context.Background(), snapshots)
+	defer activities.CloseSnapshots(context.Background(), backfills)
 
 	nameBinary(version.Get().BuildID())
 	w := worker.New(tc, cfg.Temporal.TaskQueue, worker.Options{
@@ -186,7 +187,7 @@ func run(ctx context.Context, o options) error {
 	activities.Set{
 		Commit: &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4,
 			Authority: authority, Metrics: m},
-		Snapshot: snapshots,
+		Backfill: backfills,
 		Setup: &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority,
 			Conns: conns},
 		Reader: &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"),

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/control"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/source"
-	"github.com/sluicecdc/sluice/workflows"
 )
 
 // observeEvery is how often the worker reads the slot's state and the pipeline's failed tables
@@ -18,7 +18,7 @@ const observeEvery = 15 * time.Second
 // observe records, every observeEvery until ctx ends, what no activity sees: the replication
 // slot's state on the source (pg_replication_slots, over a connection of conns) and the tables
 // that failed (from Temporal's visibility). A failed read is logged once per kind of failure and retried at the next tick.
-func observe(ctx context.Context, cfg *config.Config, conns *source.Pool, tables workflows.Tables, m *metrics.Metrics, log *slog.Logger) {
+func observe(ctx context.Context, cfg *config.Config, conns *source.Pool, tables control.Tables, m *metrics.Metrics, log *slog.Logger) {
 	var lastSlotErr, lastFailedErr string
 	once := func() {
 		rctx, cancel := context.WithTimeout(ctx, observeEvery)

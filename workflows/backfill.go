@@ -25,13 +25,13 @@ func (t *table) backfill(ctx workflow.Context) error {
 		return err
 	}
 	t.hasPosition = false
-	t.snapshot = &SnapshotProgress{}
+	t.progress = &BackfillProgress{}
 	actx := workflow.WithActivityOptions(ctx, shortActivity())
 	if err := t.refreshSchema(ctx, actx); err != nil {
 		return err
 	}
 	discard := withSummary(actx, "discard what an earlier snapshot of "+t.in.Table().String()+" left in "+t.in.Spec.Target)
-	if err := workflow.ExecuteActivity(discard, snapshotActs.DiscardSnapshot, t.in.TableConfig).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(discard, backfillActs.DiscardSnapshot, t.in.TableConfig).Get(ctx, nil); err != nil {
 		return err
 	}
 
@@ -59,10 +59,10 @@ func (t *table) backfill(ctx workflow.Context) error {
 
 	var info activities.SnapshotInfo
 	begin := activities.BeginSnapshotInput{Table: t.in.TableConfig}
-	if err := workflow.ExecuteActivity(withSummary(sctx, "begin a snapshot of "+t.in.Table().String()), snapshotActs.BeginSnapshot, begin).Get(ctx, &info); err != nil {
+	if err := workflow.ExecuteActivity(withSummary(sctx, "begin a snapshot of "+t.in.Table().String()), backfillActs.BeginSnapshot, begin).Get(ctx, &info); err != nil {
 		return t.sessionError(sctx, "beginning the snapshot", err)
 	}
-	t.snapshot = &SnapshotProgress{EstimatedRows: info.EstimatedRows, Position: info.Position}
+	t.progress = &BackfillProgress{EstimatedRows: info.EstimatedRows, Position: info.Position}
 	t.showDetails(ctx)
 	if workflow.GetVersion(ctx, "backfill-copies-in-slices", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		if err := t.copyByChunk(ctx, sctx, info); err != nil {
@@ -72,14 +72,14 @@ func (t *table) backfill(ctx workflow.Context) error {
 		return err
 	}
 	end := activities.EndSnapshotInput{Table: t.in.TableConfig, Snapshot: info}
-	endCtx := withSummary(sctx, fmt.Sprintf("end the snapshot at %s (%d rows copied)", info.Position.Position, t.snapshot.Rows))
-	if err := workflow.ExecuteActivity(endCtx, snapshotActs.EndSnapshot, end).Get(ctx, nil); err != nil {
+	endCtx := withSummary(sctx, fmt.Sprintf("end the snapshot at %s (%d rows copied)", info.Position.Position, t.progress.Rows))
+	if err := workflow.ExecuteActivity(endCtx, backfillActs.EndSnapshot, end).Get(ctx, nil); err != nil {
 		return t.sessionError(sctx, "ending the snapshot", err)
 	}
-	t.snapshot.Done = true
+	t.progress.Done = true
 	t.position, t.hasPosition = info.Position, true
 	t.epoch = partitions.Epoch(info.Name, info.Position.Position)
-	t.rows += t.snapshot.Rows
+	t.rows += t.progress.Rows
 	return nil
 }
 
@@ -94,10 +94,10 @@ func (t *table) copyByChunk(ctx, sctx workflow.Context, info activities.Snapshot
 		in := activities.CopyChunkInput{Table: t.in.TableConfig, Snapshot: info, After: after, MaxRows: t.opts.SnapshotChunkRows}
 		var res activities.CopyChunkResult
 		cctx := withSummary(sctx, copySummary("chunk", after, info.Position))
-		if err := workflow.ExecuteActivity(cctx, snapshotActs.CopyChunk, in).Get(ctx, &res); err != nil {
+		if err := workflow.ExecuteActivity(cctx, backfillActs.CopyChunk, in).Get(ctx, &res); err != nil {
 			return t.sessionError(sctx, "copying a chunk", err)
 		}
-		t.snapshot.Rows += res.Rows
+		t.progress.Rows += res.Rows
 		t.showDetails(ctx)
 		after = res.Last
 		if res.Done {
@@ -161,7 +161,7 @@ func (t *table) sessionError(sctx workflow.Context, step string, err error) erro
 	}
 	return temporal.NewApplicationError(
 		fmt.Sprintf("table %s: snapshot session lost while %s (session %s, %d of ~%d rows copied): %v; the backfill discards the partial snapshot and starts again",
-			t.in.Table(), step, state, t.snapshot.Rows, t.snapshot.EstimatedRows, err),
+			t.in.Table(), step, state, t.progress.Rows, t.progress.EstimatedRows, err),
 		failure.SnapshotSessionLost, err)
 }
 

@@ -57,7 +57,7 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 			ChunkRows: t.opts.SnapshotChunkRows, ChunkBytes: t.opts.SnapshotChunkBytes, Parallelism: t.opts.SnapshotParallelism,
 			ApplyBytes: t.opts.SnapshotApplyBytes, RunFor: slice,
 		}
-		fut := workflow.ExecuteActivity(actx, snapshotActs.CopySnapshot, in)
+		fut := workflow.ExecuteActivity(actx, backfillActs.CopySnapshot, in)
 		cancelled := false
 		if cancelOnPause {
 			if err := workflow.Await(ctx, func() bool { return fut.IsReady() || t.paused }); err != nil {
@@ -82,8 +82,8 @@ func (t *table) copyInSlices(ctx, sctx workflow.Context, info activities.Snapsho
 				res = backfill.Cursor{}
 			}
 		}
-		t.snapshot.Rows += res.Rows
-		t.snapshot.Chunks += res.Chunks
+		t.progress.Rows += res.Rows
+		t.progress.Chunks += res.Chunks
 		t.showDetails(ctx)
 		if len(res.Last) > 0 {
 			after = res.Last

@@ -57,12 +57,12 @@ func TestBackfillHistoryIsBoundedWhateverTheTableSize(t *testing.T) {
 					w.copyCalls, len(calls), events, tt.chunks, tt.maxCalls, historyBudget)
 			}
 			t.Logf("%d chunks: %d CopySnapshot calls, %d activities, ~%d events", tt.chunks, w.copyCalls, len(calls), estimatedEvents(len(calls)))
-			s := during.Snapshot
+			s := during.Backfill
 			if during.Phase != StateBackfill || s == nil || s.Rows <= 0 || s.Rows >= int64(tt.chunks)*100 || s.Chunks*100 != s.Rows {
 				t.Fatalf("status while copying %+v (snapshot %+v): want phase backfill with rows and chunks under way", during, s)
 			}
-			if after.Snapshot == nil || !after.Snapshot.Done || after.Snapshot.Rows != int64(tt.chunks)*100 || after.Rows != after.Snapshot.Rows {
-				t.Fatalf("status after the backfill %+v (snapshot %+v): want every row counted", after, after.Snapshot)
+			if after.Backfill == nil || !after.Backfill.Done || after.Backfill.Rows != int64(tt.chunks)*100 || after.Rows != after.Backfill.Rows {
+				t.Fatalf("status after the backfill %+v (snapshot %+v): want every row counted", after, after.Backfill)
 			}
 		})
 	}
@@ -182,7 +182,7 @@ func TestBackfillPauseCancelsTheRunningSlice(t *testing.T) {
 		t.Fatalf("%d slices cancelled, %d CopySnapshot calls when paused, %d at resume: want the third slice cancelled by the pause and none while paused",
 			w.cancelledCopies, callsPaused, resumedAt)
 	}
-	s := paused.Snapshot
+	s := paused.Backfill
 	if !paused.Paused || paused.Phase != StateBackfill || s == nil || s.Done || s.Chunks != 2 || s.Rows != 200 {
 		t.Fatalf("status while paused %+v (snapshot %+v): want paused in the backfill with the 2 chunks copied", paused, s)
 	}

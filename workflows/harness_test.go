@@ -280,7 +280,7 @@ func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowE
 	env := s.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
 	Register(env)
-	activities.Set{Commit: &activities.Commit{}, Snapshot: &activities.Snapshot{}, Setup: &activities.Setup{}}.Register(env)
+	activities.Set{Commit: &activities.Commit{}, Backfill: &activities.Backfill{}, Setup: &activities.Setup{}}.Register(env)
 	env.OnActivity(setupActs.TableSchema, mock.Anything, mock.Anything).Return(func(_ context.Context, tc activities.TableConfig) (batch.Schema, error) {
 		w.call("TableSchema")
 		return batch.Schema{Table: tc.Table(), Columns: testColumns}, nil
@@ -295,10 +295,10 @@ func newEnv(t *testing.T, w *world, step time.Duration) *testsuite.TestWorkflowE
 	env.OnActivity(commitActs.LoadTable, mock.Anything, mock.Anything).Return(w.load)
 	env.OnActivity(commitActs.NextBatches, mock.Anything, mock.Anything).Return(w.next)
 	env.OnActivity(commitActs.CommitBatch, mock.Anything, mock.Anything).After(step).Return(w.commit)
-	env.OnActivity(snapshotActs.DiscardSnapshot, mock.Anything, mock.Anything).Return(w.discard)
-	env.OnActivity(snapshotActs.BeginSnapshot, mock.Anything, mock.Anything).Return(w.begin)
-	env.OnActivity(snapshotActs.CopySnapshot, mock.Anything, mock.Anything).After(step).Return(w.copySnapshot)
-	env.OnActivity(snapshotActs.EndSnapshot, mock.Anything, mock.Anything).Return(w.end)
+	env.OnActivity(backfillActs.DiscardSnapshot, mock.Anything, mock.Anything).Return(w.discard)
+	env.OnActivity(backfillActs.BeginSnapshot, mock.Anything, mock.Anything).Return(w.begin)
+	env.OnActivity(backfillActs.CopySnapshot, mock.Anything, mock.Anything).After(step).Return(w.copySnapshot)
+	env.OnActivity(backfillActs.EndSnapshot, mock.Anything, mock.Anything).Return(w.end)
 	return env
 }
 

@@ -59,6 +59,11 @@ var (
 	SearchPhase    = temporal.NewSearchAttributeKeyKeyword("SluicePhase")
 )
 
+// SearchAttributes are Sluice's custom search attributes (all Keyword): what the workflows
+// upsert, `sluice status` and the worker's failed-tables metric list by, and the Web UI filters on.
+// A namespace must have them before a pipeline starts there (`sluice setup-temporal`).
+var SearchAttributes = []temporal.SearchAttributeKeyKeyword{SearchPipeline, SearchTable, SearchPhase}
+
 // State is where a table's or a pipeline's workflow stands. The status query shows it as
 // "phase" and the SluicePhase search attribute holds it (names operators query by, so they
 // stay). It is not a batch's phase (batch.Phase: snapshot or stream): a table in StateBackfill

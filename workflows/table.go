@@ -19,7 +19,7 @@ import (
 // names are the method names).
 var (
 	commitActs   *activities.Commit
-	snapshotActs *activities.Snapshot
+	backfillActs *activities.Backfill
 )
 
 // table is the state of one TableWorkflow run. Only workflow code touches it.
@@ -47,7 +47,7 @@ type table struct {
 	isolate   int // batches to commit alone: a poison group's, to commit up to its poison batch
 	lastError string
 	failures  int // consecutive failures of a stream-phase activity (an outage)
-	snapshot  *SnapshotProgress
+	progress  *BackfillProgress
 	// sinceMaintenance counts batches that wrote rows since the last maintenance started.
 	sinceMaintenance int
 	lastMaintenance  *MaintenanceStatus
@@ -335,7 +335,7 @@ func (t *table) status() (TableStatus, error) {
 		Pipeline: t.in.Pipeline, Table: t.in.Table().String(), Phase: t.state,
 		Position: t.position, HasPosition: t.hasPosition, Rows: t.rows, Batches: t.batches,
 		QueueLength: len(t.window) + t.beyond, LagBytes: lagBytes(t.stagedHi, t.position), OldestQueuedCommit: oldestCommit(t.window), Paused: t.paused,
-		LastError: t.lastError, Snapshot: t.snapshot, LastMaintenance: t.lastMaintenance,
+		LastError: t.lastError, Backfill: t.progress, LastMaintenance: t.lastMaintenance,
 	}, nil
 }
 

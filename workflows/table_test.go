@@ -212,7 +212,7 @@ func TestTableWorkflowLostSessionReSnapshotsFromCleanTable(t *testing.T) {
 	if err := finish(t, env, TableInput{TableConfig: testTable}, time.Hour); !temporal.IsCanceledError(err) {
 		t.Fatalf("run ended with %v, want it still running (the lost session retried in the run)", err)
 	}
-	if during.Phase != StateBackfill || during.Snapshot == nil || during.Snapshot.Rows != 100 || during.Snapshot.EstimatedRows != 300 {
+	if during.Phase != StateBackfill || during.Backfill == nil || during.Backfill.Rows != 100 || during.Backfill.EstimatedRows != 300 {
 		t.Fatalf("status during the backfill %+v: want phase backfill, 100 of ~300 rows", during)
 	}
 	if !strings.Contains(retrying.LastError, "snapshot session lost") {

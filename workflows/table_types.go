@@ -119,8 +119,8 @@ type MaintenanceStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// SnapshotProgress is a backfill's progress.
-type SnapshotProgress struct {
+// BackfillProgress is a backfill's progress.
+type BackfillProgress struct {
 	Rows          int64                `json:"rows"`
 	EstimatedRows int64                `json:"estimated_rows"`
 	Chunks        int64                `json:"chunks,omitempty"` // chunks read so far
@@ -144,10 +144,12 @@ type TableStatus struct {
 	LagBytes uint64 `json:"lag_bytes"`
 	// OldestQueuedCommit is the source commit time of the oldest queued change (zero when the
 	// queue is empty or holds only snapshot batches): the lag in seconds is now minus this.
-	OldestQueuedCommit time.Time         `json:"oldest_queued_commit,omitzero"`
-	Paused             bool              `json:"paused"`
-	LastError          string            `json:"last_error,omitempty"`
-	Snapshot           *SnapshotProgress `json:"snapshot,omitempty"`
+	OldestQueuedCommit time.Time `json:"oldest_queued_commit,omitzero"`
+	Paused             bool      `json:"paused"`
+	LastError          string    `json:"last_error,omitempty"`
+	// Backfill is the table's backfill, once one began (the JSON name is the one status queries
+	// have always answered with).
+	Backfill *BackfillProgress `json:"snapshot,omitempty"`
 	// LastMaintenance is the latest table maintenance (MaintainTable), when one ran.
 	LastMaintenance *MaintenanceStatus `json:"last_maintenance,omitempty"`
 }

@@ -7,14 +7,13 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// What the Temporal Web UI shows of a workflow without querying it: a static summary and
-// details set when the workflow starts (StartWorkflowOptions.StaticSummary, StaticDetails), the
-// current details a run keeps up to date (workflow.SetCurrentDetails: no history event, so
+// What the Temporal Web UI shows of a workflow without querying it, besides the static summary
+// and details the client sets when it starts the workflow (package control): the current
+// details a run keeps up to date (workflow.SetCurrentDetails: no history event, so
 // setting them never changes a run's determinism) and a summary on every activity it schedules
 // (ActivityOptions.Summary, in the ActivityTaskScheduled event's metadata, which replay does not
 // compare).
@@ -22,58 +21,6 @@ import (
 // maxDetailsError bounds the last error in a workflow's current details; the status query and
 // `sluice status --wide` carry the whole error.
 const maxDetailsError = 600
-
-// TableSummary is a TableWorkflow's one-line static summary: "pipeline p: public.orders →
-// raw.orders (iceberg)".
-func TableSummary(t activities.TableConfig) string {
-	return fmt.Sprintf("pipeline %s: %s → %s (%s)", t.Pipeline, t.Table(), t.Spec.Target, t.Sink.Name)
-}
-
-// TableDetails is a TableWorkflow's static details (Markdown): what it replicates and the
-// commands that act on it.
-func TableDetails(t activities.TableConfig) string {
-	var b strings.Builder
-	b.WriteString(fmt.Sprintf("Sluice replicates table **%s** of pipeline **%s** into **%s** (sink %s).\n\n",
-		t.Table(), t.Pipeline, t.Spec.Target, t.Sink.Name))
-	if len(t.Key) > 0 {
-		b.WriteString(fmt.Sprintf("Key: %s (configured).\n\n", strings.Join(t.Key, ", ")))
-	}
-	b.WriteString(fmt.Sprintf("- status: `sluice status --config <pipeline.yaml>`\n"))
-	b.WriteString(fmt.Sprintf("- pause, resume, resync: `sluice pause|resume|resync --config <pipeline.yaml> --table %s`\n", t.Table()))
-	b.WriteString("- runbooks: docs/operations.md\n")
-	return b.String()
-}
-
-// SourceSummary is a SourceWorkflow's one-line static summary; tables are the pipeline's
-// configured tables (the input lists none).
-func SourceSummary(in SourceInput, tables []activities.TableConfig) string {
-	sink := ""
-	if len(tables) > 0 {
-		sink = " → " + tables[0].Sink.Name
-	}
-	return fmt.Sprintf("pipeline %s: slot %s, publication %s, %d table(s)%s", in.Pipeline, in.Slot, in.Publication, len(tables), sink)
-}
-
-// sourceDetailsTables is the most tables SourceDetails lists: the details travel in the
-// workflow's start event, which must stay small whatever the number of tables.
-const sourceDetailsTables = 50
-
-// SourceDetails is a SourceWorkflow's static details (Markdown): its slot, publication and
-// tables (the first sourceDetailsTables of them).
-func SourceDetails(in SourceInput, tables []activities.TableConfig) string {
-	var b strings.Builder
-	b.WriteString(fmt.Sprintf("Sluice pipeline **%s** reads replication slot **%s** (publication **%s**) and feeds one TableWorkflow per table:\n\n",
-		in.Pipeline, in.Slot, in.Publication))
-	for i, t := range tables {
-		if i == sourceDetailsTables {
-			b.WriteString(fmt.Sprintf("- ... and %d more (`sluice status`)\n", len(tables)-i))
-			break
-		}
-		b.WriteString(fmt.Sprintf("- %s → %s (%s): workflow `%s`\n", t.Table(), t.Spec.Target, t.Sink.Name, TableWorkflowID(in.Pipeline, t.Table())))
-	}
-	b.WriteString("\nStatus: `sluice status --config <pipeline.yaml>`; runbooks: docs/operations.md\n")
-	return b.String()
-}
 
 // showDetails sets the run's current details from its state: phase, committed position, queue
 // and lag, backfill progress, last error. Cheap; called where the state changes.
@@ -93,8 +40,8 @@ func (t *table) showDetails(ctx workflow.Context) {
 		}
 		b.WriteString("\n\n")
 	}
-	if s := t.snapshot; s != nil && t.state == StateBackfill {
-		b.WriteString(fmt.Sprintf("backfill: %s\n\n", backfillProgress(s)))
+	if s := t.progress; s != nil && t.state == StateBackfill {
+		b.WriteString(fmt.Sprintf("backfill: %s\n\n", describeProgress(s)))
 	}
 	if t.lastError != "" {
 		b.WriteString(fmt.Sprintf("last error: %s\n", truncate(t.lastError, maxDetailsError)))
@@ -117,8 +64,8 @@ func showSourceDetails(ctx workflow.Context, st SourceStatus) {
 	workflow.SetCurrentDetails(ctx, b.String())
 }
 
-// backfillProgress is "45% (45000 of ~100000 rows, 3 chunks)".
-func backfillProgress(s *SnapshotProgress) string {
+// describeProgress is "45% (45000 of ~100000 rows, 3 chunks)".
+func describeProgress(s *BackfillProgress) string {
 	if s.EstimatedRows <= 0 {
 		return fmt.Sprintf("%d rows copied", s.Rows)
 	}

@@ -105,7 +105,7 @@ func TestFromPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := source.NewReader(cfg, source.StreamOptions{Schemas: info.Schemas,
+	r, err := source.NewStream(cfg, source.StreamOptions{Schemas: info.Schemas,
 		Safe:           func() (batch.Position, bool) { return batch.Position{}, false },
 		StatusInterval: 100 * time.Millisecond, ProgressInterval: 50 * time.Millisecond})
 	if err != nil {
@@ -131,7 +131,7 @@ func TestFromPostgres(t *testing.T) {
 				return errDone
 			}
 		case *source.ProgressEvent:
-			if e.ReaderLSN >= untilPos.LSN {
+			if e.StreamLSN >= untilPos.LSN {
 				return errDone
 			}
 		}

@@ -1,4 +1,4 @@
-package workflows
+package control
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/staging"
+	"github.com/sluicecdc/sluice/workflows"
 )
 
 // Tables starts and signals TableWorkflows through a Temporal client. It implements
@@ -22,29 +23,29 @@ import (
 // resume, pause and resync commands. It is safe for concurrent use.
 type Tables struct {
 	Client    client.Client
-	TaskQueue string       // empty: TaskQueue
-	Options   TableOptions // passed to new runs
+	TaskQueue string                 // empty: workflows.TaskQueue
+	Options   workflows.TableOptions // passed to new runs
 }
 
 func (t Tables) startOptions(table activities.TableConfig, reuse enumspb.WorkflowIdReusePolicy) client.StartWorkflowOptions {
 	q := t.TaskQueue
 	if q == "" {
-		q = TaskQueue
+		q = workflows.TaskQueue
 	}
 	return client.StartWorkflowOptions{
-		ID:                       TableWorkflowID(table.Pipeline, table.Table()),
+		ID:                       workflows.TableWorkflowID(table.Pipeline, table.Table()),
 		TaskQueue:                q,
 		WorkflowIDReusePolicy:    reuse,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// A run that fails retryably (a lost snapshot session) is retried as a new run; a
 		// non-retryable failure (PoisonBatch) is not.
-		RetryPolicy:   RetryForever(),
+		RetryPolicy:   workflows.RetryForever(),
 		StaticSummary: TableSummary(table),
 		StaticDetails: TableDetails(table),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchPipeline.ValueSet(table.Pipeline),
-			SearchTable.ValueSet(table.Table().String()),
-			SearchPhase.ValueSet(string(StateStarting)),
+			workflows.SearchPipeline.ValueSet(table.Pipeline),
+			workflows.SearchTable.ValueSet(table.Table().String()),
+			workflows.SearchPhase.ValueSet(string(workflows.StateStarting)),
 		),
 	}
 }
@@ -72,7 +73,7 @@ func (t Tables) EnsureTableWorkflow(ctx context.Context, table activities.TableC
 	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
 		return err
 	}
-	_, err := t.Client.ExecuteWorkflow(ctx, opts, TableWorkflowType, TableInput{TableConfig: table, Options: t.Options})
+	_, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.TableWorkflowType, workflows.TableInput{TableConfig: table, Options: t.Options})
 	if err != nil {
 		return fmt.Errorf("starting workflow %s: %w", opts.ID, err)
 	}
@@ -88,7 +89,7 @@ func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig,
 	}
 	what := staging.DescribeRefs(refs)
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
-	err := t.Client.SignalWorkflow(ctx, opts.ID, "", SignalBatches, refs)
+	err := t.Client.SignalWorkflow(ctx, opts.ID, "", workflows.SignalBatches, refs)
 	var notFound *serviceerror.NotFound
 	if err == nil || !errors.As(err, &notFound) {
 		if err != nil {
@@ -99,7 +100,7 @@ func (t Tables) SignalBatches(ctx context.Context, table activities.TableConfig,
 	if failed, err := t.failedTable(ctx, opts.ID); err != nil || failed {
 		return err
 	}
-	if err := t.signalWithStart(ctx, opts, table, SignalBatches, refs); err != nil {
+	if err := t.signalWithStart(ctx, opts, table, workflows.SignalBatches, refs); err != nil {
 		return fmt.Errorf("signalling %s to workflow %s: %w", what, opts.ID, err)
 	}
 	return nil
@@ -136,7 +137,7 @@ func (t Tables) Resume(ctx context.Context, table activities.TableConfig) error 
 			"diverged from the source; run `sluice resync --table %s` to backfill the table from a new snapshot",
 			table.Table(), errType, why, table.Table())
 	}
-	if err := t.signalWithStart(ctx, opts, table, SignalResume, nil); err != nil {
+	if err := t.signalWithStart(ctx, opts, table, workflows.SignalResume, nil); err != nil {
 		return fmt.Errorf("resuming workflow %s: %w", opts.ID, err)
 	}
 	return nil
@@ -144,7 +145,7 @@ func (t Tables) Resume(ctx context.Context, table activities.TableConfig) error 
 
 // Pause asks the table's running workflow to stop committing after the current batch.
 func (t Tables) Pause(ctx context.Context, table activities.TableConfig) error {
-	return t.signal(ctx, table, SignalPause)
+	return t.signal(ctx, table, workflows.SignalPause)
 }
 
 // Resync asks the table's workflow to discard its target and backfill it again, with
@@ -152,18 +153,18 @@ func (t Tables) Pause(ctx context.Context, table activities.TableConfig) error {
 // that resyncs first (table must carry its schema for that run, as for Resume).
 func (t Tables) Resync(ctx context.Context, table activities.TableConfig) error {
 	opts := t.startOptions(table, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
-	if err := t.signalWithStart(ctx, opts, table, SignalResync, nil); err != nil {
+	if err := t.signalWithStart(ctx, opts, table, workflows.SignalResync, nil); err != nil {
 		return fmt.Errorf("resyncing workflow %s: %w", opts.ID, err)
 	}
 	return nil
 }
 
 // Stop fails the table's running workflow with a non-retryable error of type errType and
-// message msg (SignalStop; see StopRequest for epoch); a table that does not run (failed,
-// stopped) is left as it is.
+// message msg (workflows.SignalStop; see workflows.StopRequest for epoch); a table that does not
+// run (failed, stopped) is left as it is.
 func (t Tables) Stop(ctx context.Context, table activities.TableConfig, errType, msg, epoch string) error {
-	id := TableWorkflowID(table.Pipeline, table.Table())
-	err := t.Client.SignalWorkflow(ctx, id, "", SignalStop, StopRequest{Type: errType, Message: msg, Epoch: epoch})
+	id := workflows.TableWorkflowID(table.Pipeline, table.Table())
+	err := t.Client.SignalWorkflow(ctx, id, "", workflows.SignalStop, workflows.StopRequest{Type: errType, Message: msg, Epoch: epoch})
 	if _, notFound := errors.AsType[*serviceerror.NotFound](err); err != nil && !notFound {
 		return fmt.Errorf("stopping workflow %s: %w", id, err)
 	}
@@ -173,8 +174,8 @@ func (t Tables) Stop(ctx context.Context, table activities.TableConfig, errType,
 // signalWithStart delivers signal (with arg) to the table's workflow, starting a new run of it
 // with the table's input when none runs.
 func (t Tables) signalWithStart(ctx context.Context, opts client.StartWorkflowOptions, table activities.TableConfig, signal string, arg any) error {
-	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, signal, arg, opts, TableWorkflowType,
-		TableInput{TableConfig: table, Options: t.Options})
+	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, signal, arg, opts, workflows.TableWorkflowType,
+		workflows.TableInput{TableConfig: table, Options: t.Options})
 	return err
 }
 
@@ -197,7 +198,7 @@ func (t Tables) lastFailure(ctx context.Context, id string) (string, error) {
 const unknownFailure = "Unknown"
 
 func (t Tables) signal(ctx context.Context, table activities.TableConfig, name string) error {
-	id := TableWorkflowID(table.Pipeline, table.Table())
+	id := workflows.TableWorkflowID(table.Pipeline, table.Table())
 	if err := t.Client.SignalWorkflow(ctx, id, "", name, nil); err != nil {
 		return fmt.Errorf("sending %s to workflow %s: %w", name, id, err)
 	}
@@ -212,7 +213,7 @@ var _ activities.TableStarter = Tables{}
 // so a table resumed since counts no more.
 func (t Tables) FailedTables(ctx context.Context, pipeline string) (map[string]int, error) {
 	query := fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Failed' AND WorkflowType = '%s'",
-		SearchPipeline.GetName(), strings.ReplaceAll(pipeline, "'", "''"), TableWorkflowType)
+		workflows.SearchPipeline.GetName(), strings.ReplaceAll(pipeline, "'", "''"), workflows.TableWorkflowType)
 	seen := map[string]bool{}
 	failed := map[string]int{}
 	var token []byte

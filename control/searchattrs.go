@@ -1,4 +1,4 @@
-package workflows
+package control
 
 import (
 	"context"
@@ -10,19 +10,15 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
-)
 
-// SearchAttributes are Sluice's custom search attributes (all Keyword): what the workflows
-// upsert, `sluice status` and the worker's failed-tables metric list by, and the Web UI filters on.
-// A namespace must have them before a pipeline starts there (`sluice setup-temporal`).
-var SearchAttributes = []temporal.SearchAttributeKeyKeyword{SearchPipeline, SearchTable, SearchPhase}
+	"github.com/sluicecdc/sluice/workflows"
+)
 
 // SearchAttributeCommands are the Temporal CLI commands that register the search attributes in
 // namespace: what `sluice setup-temporal` does, for users who prefer the CLI.
 func SearchAttributeCommands(namespace string) string {
 	var b strings.Builder
-	for _, k := range SearchAttributes {
+	for _, k := range workflows.SearchAttributes {
 		fmt.Fprintf(&b, "temporal operator search-attribute create --namespace %s --name %s --type Keyword\n", namespace, k.GetName())
 	}
 	return b.String()
@@ -36,7 +32,7 @@ func MissingSearchAttributes(ctx context.Context, c client.Client, namespace str
 		return nil, fmt.Errorf("listing the search attributes of Temporal namespace %s: %w", namespace, err)
 	}
 	var missing []string
-	for _, k := range SearchAttributes {
+	for _, k := range workflows.SearchAttributes {
 		typ, ok := resp.GetCustomAttributes()[k.GetName()]
 		switch {
 		case !ok:
