@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicecdc/sluice/commit"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -60,7 +61,7 @@ func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (_ MaintainR
 	if len(rep) == 0 {
 		res.Message += ": nothing to do"
 	}
-	activity.GetLogger(ctx).Info("maintained table", "table", in.Table().String(), "target", in.Spec.Target,
-		"duration", res.Duration, "report", rep)
+	activity.GetLogger(ctx).Info("maintained table", logkey.Table, in.Table().String(), logkey.Target, in.Spec.Target,
+		logkey.Duration, res.Duration, logkey.Report, rep)
 	return res, nil
 }

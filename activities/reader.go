@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/reader"
@@ -149,7 +150,7 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 		Heartbeat: func(ctx context.Context, progress reader.Result) {
 			beat.record(ctx, readStreamResult(progress))
 		},
-		Logger:     logOrDiscard(a.Logger).With("pipeline", in.Pipeline, "slot", cfg.Slot),
+		Logger:     logOrDiscard(a.Logger).With(logkey.Pipeline, in.Pipeline, logkey.Slot, cfg.Slot),
 		Partitions: partitionWatcher(a.Staging, in.Pipeline, cfg, logOrDiscard(a.Logger)),
 	})
 	return readStreamResult(res), readerError(err)
@@ -161,7 +162,7 @@ func partitionWatcher(store *staging.Store, pipeline string, cfg source.Config, 
 	if store == nil {
 		return nil
 	}
-	w := &partitions.Watcher{Pipeline: pipeline, Store: store, Logger: log.With("pipeline", pipeline, "module", "partitions")}
+	w := &partitions.Watcher{Pipeline: pipeline, Store: store, Logger: log.With(logkey.Pipeline, pipeline, logkey.Module, "partitions")}
 	for _, t := range cfg.Tables {
 		w.Tables = append(w.Tables, partitions.Table{Name: t.Table, Policy: partitions.Policy(t.OnPartitionChange), Where: t.Where})
 	}

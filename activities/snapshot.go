@@ -15,6 +15,7 @@ import (
 	"github.com/sluicecdc/sluice/commit"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/sinks"
@@ -109,8 +110,8 @@ func (a *Backfill) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ 
 	}
 	a.open[snap.Name()] = backfill.NewSession(in.Table.Table(), snap)
 	a.mu.Unlock()
-	logOrDiscard(a.Logger).Info("snapshot exported", "table", in.Table.Table().String(),
-		"lsn", batch.Position{LSN: snap.LSN()}.String(), "estimated_rows", est)
+	logOrDiscard(a.Logger).Info("snapshot exported", logkey.Table, in.Table.Table().String(),
+		logkey.LSN, batch.Position{LSN: snap.LSN()}.String(), logkey.EstimatedRows, est)
 	return SnapshotInfo{
 		Name:          snap.Name(),
 		Position:      batch.SourcePosition{Source: snap.Source(), Position: batch.Position{LSN: snap.LSN()}},
@@ -223,8 +224,8 @@ func (a *Backfill) EndSnapshot(ctx context.Context, in EndSnapshotInput) (err er
 		return err
 	}
 	a.release(ctx, func(h *backfill.Session) bool { return h.Snapshot().Name() == in.Snapshot.Name })
-	logOrDiscard(a.Logger).Info("snapshot committed", "table", in.Table.Table().String(),
-		"lsn", in.Snapshot.Position.Position.String())
+	logOrDiscard(a.Logger).Info("snapshot committed", logkey.Table, in.Table.Table().String(),
+		logkey.LSN, in.Snapshot.Position.Position.String())
 	return nil
 }
 
@@ -298,7 +299,7 @@ func (a *Backfill) release(ctx context.Context, match func(*backfill.Session) bo
 	for _, h := range closing {
 		h.StopReadAhead()
 		if err := h.Snapshot().Close(context.WithoutCancel(ctx)); err != nil {
-			logOrDiscard(a.Logger).Warn("closing snapshot", "table", h.Table().String(), "err", err)
+			logOrDiscard(a.Logger).Warn("closing snapshot", logkey.Table, h.Table().String(), logkey.Error, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/staging"
@@ -135,8 +136,8 @@ func (e *Engine) commitGroup(ctx context.Context, sink sinks.Sink, t Table, g gr
 	}
 	e.Faults.Hit(faults.CommitAfterAck, first)
 	if log != nil {
-		log.Info("committed batch", "table", first.Table.String(), "lo", r.lo.Position.String(),
-			"hi", r.at.Position.String(), "batches", len(done), "rows", rec.NumRows(), "dropped", res.Dropped, "collapsed", res.Collapsed)
+		log.Info("committed batch", logkey.Table, first.Table.String(), logkey.Lo, r.lo.Position.String(),
+			logkey.Hi, r.at.Position.String(), logkey.Batches, len(done), logkey.Rows, rec.NumRows(), logkey.Dropped, res.Dropped, logkey.Collapsed, res.Collapsed)
 	}
 	res.Position, res.Rows = r.at, rec.NumRows()
 	e.Metrics.Commit(t.Pipeline, t.Name().String(), len(done), batch.CountOps(rec), time.Since(start), r.at.Position.LSN)
@@ -270,7 +271,7 @@ func (e *Engine) evolve(ctx context.Context, sink sinks.Sink, t Table, g group, 
 			fmt.Errorf("the source table's columns changed and target %s must follow them: %w", spec.Target, err))
 	}
 	if log != nil {
-		log.Info("evolved target for changed source columns", "table", t.Name().String(), "target", spec.Target)
+		log.Info("evolved target for changed source columns", logkey.Table, t.Name().String(), logkey.Target, spec.Target)
 	}
 	return spec, true, nil
 }

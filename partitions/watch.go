@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -113,7 +114,7 @@ func (w *Watcher) check(ctx context.Context, cat Catalog, t Table, parts []sourc
 		// Never seen: a table whose backfill has not recorded its snapshot yet (that backfill
 		// will) or one replicated before partition sets were recorded (its content is taken to
 		// match the partitions of now; a resync records an exact base).
-		w.log().Info("recording the partitions of a partitioned table", "table", t.Name.String(), "partitions", len(parts))
+		w.log().Info("recording the partitions of a partitioned table", logkey.Table, t.Name.String(), logkey.Partitions, len(parts))
 		return nil, w.accept(ctx, Record{Table: t.Name}, parts)
 	}
 	if fromReader && ref.Pending != "" {
@@ -134,7 +135,7 @@ func (w *Watcher) check(ctx context.Context, cat Catalog, t Table, parts []sourc
 		}
 	}
 	if len(d.Gone) == 0 && len(d.Rewritten) == 0 && len(withRows) == 0 {
-		w.log().Info("new empty partitions: nothing to copy", "table", t.Name.String(), "partitions", tableNames(d.New))
+		w.log().Info("new empty partitions: nothing to copy", logkey.Table, t.Name.String(), logkey.Partitions, tableNames(d.New))
 		return nil, w.accept(ctx, ref, parts)
 	}
 	policy := t.Policy

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/plugin"
 	"github.com/sluicecdc/sluice/sinks/plugin/positionstore"
@@ -28,13 +29,13 @@ func wrapPluginPosition(ctx context.Context, cfg *config.Config, c *plugin.Clien
 	})
 	switch {
 	case own && errors.Is(err, positionstore.ErrNoStore):
-		log.InfoContext(ctx, "plugin keeps its own position; no position store", "plugin", c.Handshake().String())
+		log.InfoContext(ctx, "plugin keeps its own position; no position store", logkey.Plugin, c.Handshake().String())
 		return c, nil
 	case err != nil:
 		_ = c.Close(ctx)
 		return nil, fmt.Errorf("opening the position store of the plugin sink (sink.plugin.position_store; without it, the source database): %w", err)
 	}
-	log.InfoContext(ctx, "plugin positions kept in the position store", "plugin", c.Handshake().String(),
-		"own_position", own, "schema", cfg.Sink.Plugin.PositionStore.Schema)
+	log.InfoContext(ctx, "plugin positions kept in the position store", logkey.Plugin, c.Handshake().String(),
+		logkey.OwnPosition, own, logkey.Schema, cfg.Sink.Plugin.PositionStore.Schema)
 	return positionstore.Wrap(c, own, st), nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/source"
 )
 
@@ -57,7 +58,7 @@ func (r *run) stopForIdentity(ctx context.Context, t *table, e *source.SchemaEve
 // stopTable stops table t with an error of type errType and message msg after schema event e
 // (what: the change, for the log).
 func (r *run) stopTable(ctx context.Context, t *table, e *source.SchemaEvent, errType, what, msg string) error {
-	r.log.Error("schema change the stream cannot carry: stopping the table", "table", e.Table.String(), "pos", e.Pos.String(), "change", what)
+	r.log.Error("schema change the stream cannot carry: stopping the table", logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(), logkey.Change, what)
 	stopper, ok := r.deps.Tables.(TableStopper)
 	if !ok {
 		return failure.New(failure.SourceSetup, msg, nil)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
 )
@@ -139,8 +140,8 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 	if err := r.signal(ctx, t); err != nil { // its batches under the old schema, first
 		return err
 	}
-	r.log.Warn("table schema changed", "table", e.Table.String(), "pos", e.Pos.String(),
-		"added", e.Added, "dropped", e.Dropped, "retyped", e.Retyped, "renamed", e.RenamedColumns)
+	r.log.Warn("table schema changed", logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(),
+		logkey.Added, e.Added, logkey.Dropped, e.Dropped, logkey.Retyped, e.Retyped, logkey.Renamed, e.RenamedColumns)
 	if err := t.setSchema(e.New); err != nil {
 		return err
 	}
@@ -171,7 +172,7 @@ func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) 
 	}
 	if len(defaulted) > 0 {
 		r.log.Warn("columns added with a default: resyncing the table from a new snapshot, since their values in existing rows never stream",
-			"table", e.Table.String(), "pos", e.Pos.String(), "columns", defaulted)
+			logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(), logkey.Columns, defaulted)
 		if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
 			return fmt.Errorf("asking table %s to resync after columns %v were added with a default at %s: %w", e.Table, defaulted, e.Pos, err)
 		}
@@ -191,7 +192,7 @@ func (r *run) truncated(ctx context.Context, e *source.TruncateEvent) error {
 	if err := r.signal(ctx, t); err != nil { // what it staged before the TRUNCATE, first
 		return err
 	}
-	r.log.Warn("table truncated: resyncing it from a new snapshot", "table", e.Table.String(), "pos", e.Pos.String())
+	r.log.Warn("table truncated: resyncing it from a new snapshot", logkey.Table, e.Table.String(), logkey.Position, e.Pos.String())
 	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
 		return fmt.Errorf("asking table %s to resync after its TRUNCATE at %s: %w", e.Table, e.Pos, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/partitions"
 )
 
@@ -29,7 +30,7 @@ func (r *run) resyncing(ctx context.Context, table batch.TableName, reason strin
 		return
 	}
 	if err := r.deps.Partitions.Resyncing(ctx, table, reason); err != nil {
-		r.log.Warn("recording a resync for the partition watch; it may ask one more", "table", table.String(), "err", err)
+		r.log.Warn("recording a resync for the partition watch; it may ask one more", logkey.Table, table.String(), logkey.Error, err)
 	}
 }
 
@@ -57,7 +58,7 @@ func (r *run) checkPartitions(ctx context.Context, now time.Time) error {
 	}
 	reactions, err := w.Check(ctx, cat)
 	if err != nil {
-		r.log.Warn("checking the partitions of the partitioned tables; trying again at the next check", "err", err)
+		r.log.Warn("checking the partitions of the partitioned tables; trying again at the next check", logkey.Error, err)
 	}
 	for _, re := range reactions {
 		t, ok := r.tables[re.Table]
@@ -68,7 +69,7 @@ func (r *run) checkPartitions(ctx context.Context, now time.Time) error {
 			return err
 		}
 		if err := w.Reacted(ctx, re); err != nil {
-			r.log.Warn("recording a partition reaction; it may be asked again", "table", re.Table.String(), "err", err)
+			r.log.Warn("recording a partition reaction; it may be asked again", logkey.Table, re.Table.String(), logkey.Error, err)
 		}
 	}
 	return nil
@@ -78,7 +79,7 @@ func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Rea
 	if re.Policy == partitions.PolicyStop {
 		if r.stopping[re.Table] != re.Reason {
 			r.log.Error("partition change the WAL cannot show: stopping the table (tables[].on_partition_change: stop)",
-				"table", re.Table.String(), "reason", re.Reason)
+				logkey.Table, re.Table.String(), logkey.Reason, re.Reason)
 			if r.stopping == nil {
 				r.stopping = map[batch.TableName]string{}
 			}
@@ -100,7 +101,7 @@ func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Rea
 		return err
 	}
 	r.log.Warn("partition change the WAL cannot show: resyncing the table from a new snapshot",
-		"table", re.Table.String(), "reason", re.Reason)
+		logkey.Table, re.Table.String(), logkey.Reason, re.Reason)
 	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
 		return fmt.Errorf("asking table %s to resync after a partition change (%s): %w", re.Table, re.Reason, err)
 	}

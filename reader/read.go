@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -301,7 +302,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 				return nil
 			case <-t.C:
 				if err := r.listStaged(gctx); err != nil && gctx.Err() == nil {
-					r.log.Warn("listing staged batches; the slot is confirmed from the last listing", "err", err)
+					r.log.Warn("listing staged batches; the slot is confirmed from the last listing", logkey.Error, err)
 				}
 			}
 		}
@@ -313,7 +314,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		// holds the slot until its table commits it.)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalAtEnd)
 		if serr := r.signalAll(sctx); serr != nil {
-			r.log.Warn("signalling the last staged batches; the next run reads them again", "err", serr)
+			r.log.Warn("signalling the last staged batches; the next run reads them again", logkey.Error, serr)
 		}
 		cancel()
 	}
@@ -335,7 +336,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 // clean stop and restart then does not read those transactions from the slot again.
 func (r *run) refreshHeld(ctx context.Context) {
 	if err := r.listStaged(ctx); err != nil {
-		r.log.Warn("listing staged batches before the last status update; the slot is confirmed from the previous listing", "err", err)
+		r.log.Warn("listing staged batches before the last status update; the slot is confirmed from the previous listing", logkey.Error, err)
 	}
 }
 

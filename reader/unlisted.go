@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/source"
 )
 
@@ -46,7 +47,7 @@ func (r *run) unlistedTable(ctx context.Context, e *source.SchemaEvent) error {
 	r.unlisted[e.Table] = published
 	if !published {
 		r.log.Info("skipping changes of a table in neither the config nor the publication (forgotten by sluice remove)",
-			"table", e.Table.String(), "pos", e.Pos.String())
+			logkey.Table, e.Table.String(), logkey.Position, e.Pos.String())
 		return nil
 	}
 	r.held.setBuffered(e.Table, e.Pos, true) // never cleared in this run: the table is not read

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // checkConfirms fails with SlotLost when the slot's confirmed position (confirmed) is past the
@@ -58,7 +60,7 @@ func (r *Stream) recordConfirm(ctx context.Context, own, flush uint64, last bool
 		r.recordedAt = time.Now()
 		if err := r.opts.Confirms.Record(ctx, mark); err != nil {
 			r.log.Warn("recording the furthest position confirmed to the slot; the slot is confirmed up to the last one recorded",
-				slog.String(logLSN, formatLSN(mark)), slog.String("error", err.Error()))
+				slog.String(logLSN, formatLSN(mark)), slog.String(logkey.Error, err.Error()))
 		} else {
 			r.recorded = mark
 		}

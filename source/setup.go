@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // Info is what Setup learned about the source.
@@ -161,7 +162,7 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slo
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
 		}
-		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int("tables", len(clauses)))
+		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int(logkey.Tables, len(clauses)))
 		return nil
 	}
 	if len(clauses) == 0 {

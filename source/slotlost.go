@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // SlotLostError says the pipeline's slot can no longer deliver the changes the tables need: it
@@ -237,7 +238,7 @@ func ensureSlotRecorded(ctx context.Context, conn *pgx.Conn, cfg Config, rec slo
 			// A record from before records named the pipeline: name it, keeping the creation point.
 			if err := writeSlotRecord(ctx, conn, cfg.Pipeline, cfg.Publication, cfg.Slot, rec.LSN); err != nil {
 				log.Warn("could not name the pipeline in the replication slot's record; another pipeline naming the same slot will not be refused at setup",
-					slog.String(logSlot, cfg.Slot), slog.String("error", err.Error()))
+					slog.String(logSlot, cfg.Slot), slog.String(logkey.Error, err.Error()))
 			}
 		}
 		return rec.LSN, nil
@@ -245,7 +246,7 @@ func ensureSlotRecorded(ctx context.Context, conn *pgx.Conn, cfg Config, rec slo
 	if err := writeSlotRecord(ctx, conn, cfg.Pipeline, cfg.Publication, cfg.Slot, 0); err != nil {
 		// The record only guards against a later loss; a pipeline that cannot keep it still runs.
 		log.Warn("could not record the replication slot; a later drop of the slot will not be recognized at setup",
-			slog.String(logSlot, cfg.Slot), slog.String("error", err.Error()))
+			slog.String(logSlot, cfg.Slot), slog.String(logkey.Error, err.Error()))
 	}
 	return 0, nil
 }

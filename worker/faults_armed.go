@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 
 	"github.com/sluicecdc/sluice/internal/faults"
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // armFaults reads the testing hook SLUICE_FAULTS (package internal/faults) in a worker built
@@ -18,7 +19,7 @@ import (
 // runs normally; set, the worker will SIGKILL itself (or break its commit path) on purpose, and
 // says so loudly at startup.
 func armFaults(log *slog.Logger) (*faults.Points, error) {
-	p, err := faults.New(os.Getenv(faults.EnvVar), log.With("module", "faults"))
+	p, err := faults.New(os.Getenv(faults.EnvVar), log.With(logkey.Module, "faults"))
 	if err != nil || p == nil {
 		return nil, err
 	}

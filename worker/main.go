@@ -31,6 +31,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/control"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/internal/temporalconn"
 	"github.com/sluicecdc/sluice/internal/version"
 	"github.com/sluicecdc/sluice/metrics"
@@ -109,7 +110,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	log = log.With("pipeline", cfg.Pipeline)
+	log = log.With(logkey.Pipeline, cfg.Pipeline)
 	if err := applyMemoryLimit(o.memoryLimit, int64(cfg.Batch.MaxBytes), log); err != nil {
 		return err
 	}
@@ -120,19 +121,19 @@ func run(ctx context.Context, o options) error {
 	defer stopProfile()
 	defer func() {
 		if err := writeMemProfile(o.memProfile); err != nil {
-			log.Warn("writing the memory profile", "err", err)
+			log.Warn("writing the memory profile", logkey.Error, err)
 		}
 	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	sdkHandler, err := sdkMetrics(reg, log.With("module", "metrics"))
+	sdkHandler, err := sdkMetrics(reg, log.With(logkey.Module, "metrics"))
 	if err != nil {
 		return err
 	}
 	m := metrics.New(reg, map[string][]string{cfg.Pipeline: tableNames(cfg)})
 	tc, err := temporalconn.Dial(ctx, cfg.Temporal, client.Options{
-		Logger:         tlog.NewStructuredLogger(log.With("module", "temporal")),
+		Logger:         tlog.NewStructuredLogger(log.With(logkey.Module, "temporal")),
 		MetricsHandler: sdkHandler,
 	})
 	if err != nil {
@@ -147,7 +148,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("opening staging.url: %w", err)
 	}
 	defer store.Close()
-	sinkSet := pipeline.NewSinks(cfg, log.With("module", "sink"))
+	sinkSet := pipeline.NewSinks(cfg, log.With(logkey.Module, "sink"))
 	defer func() { _ = sinkSet.Close(context.Background()) }()
 
 	tables := control.Tables{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Options: pipeline.TableOptions(cfg)}
@@ -155,7 +156,7 @@ func run(ctx context.Context, o options) error {
 	authority := pipeline.Authority(cfg) // every activity input is checked against the config
 	conns := &source.Pool{}              // the activities' short catalog reads share connections
 	defer conns.Close()
-	backfills := &activities.Backfill{Sinks: sinkSet, Sources: sources, Logger: log.With("module", "snapshot"), Faults: faultPoints,
+	backfills := &activities.Backfill{Sinks: sinkSet, Sources: sources, Logger: log.With(logkey.Module, "snapshot"), Faults: faultPoints,
 		Authority: authority, Metrics: m, Partitions: store}
 	defer activities.CloseSnapshots(context.Background(), backfills)
 
@@ -188,9 +189,9 @@ func run(ctx context.Context, o options) error {
 		Commit: &activities.Commit{Sinks: sinkSet, Staging: store, Faults: faultPoints, HeartbeatEvery: workflows.ShortHeartbeat / 4,
 			Authority: authority, Metrics: m},
 		Backfill: backfills,
-		Setup: &activities.Setup{Tables: tables, Sources: sources, Logger: log.With("module", "setup"), Authority: authority,
+		Setup: &activities.Setup{Tables: tables, Sources: sources, Logger: log.With(logkey.Module, "setup"), Authority: authority,
 			Conns: conns},
-		Reader: &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With("module", "reader"),
+		Reader: &activities.Reader{Staging: store, Tables: tables, Sources: sources, Logger: log.With(logkey.Module, "reader"),
 			Authority: authority, Metrics: m},
 	}.Register(w)
 
@@ -200,16 +201,16 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		defer srv.Shutdown(context.Background())
-		log.Info("serving metrics", "addr", addr) // the port chosen, for --metrics-addr 127.0.0.1:0
+		log.Info("serving metrics", logkey.Addr, addr) // the port chosen, for --metrics-addr 127.0.0.1:0
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on task queue %s: %w", cfg.Temporal.TaskQueue, err)
 	}
 	health.setStarted()
-	go observe(ctx, cfg, conns, tables, m, log.With("module", "observe"))
-	log.Info("worker started", "task_queue", cfg.Temporal.TaskQueue, "temporal", cfg.Temporal.Address)
+	go observe(ctx, cfg, conns, tables, m, log.With(logkey.Module, "observe"))
+	log.Info("worker started", logkey.TaskQueue, cfg.Temporal.TaskQueue, logkey.Temporal, cfg.Temporal.Address)
 	<-ctx.Done()
-	log.Info("stopping: finishing running tasks", "grace", o.shutdown)
+	log.Info("stopping: finishing running tasks", logkey.Grace, o.shutdown)
 	w.Stop()
 	log.Info("worker stopped")
 	return nil
@@ -229,12 +230,12 @@ func parallelBackfills(ctx context.Context, cfg *config.Config, log *slog.Logger
 	defer cancel()
 	c, err := source.ReadReplicationCapacity(ctx, cfg.Source.DSN, cfg.Source.Slot)
 	if err != nil {
-		log.Warn("reading the source's free replication slots failed; backfilling one table at a time (set source.max_parallel_backfills)", "err", err)
+		log.Warn("reading the source's free replication slots failed; backfilling one table at a time (set source.max_parallel_backfills)", logkey.Error, err)
 		return 1
 	}
 	n := c.DefaultParallelBackfills()
-	log.Info("parallel backfills from the source's free replication slots and walsenders", "max_parallel_backfills", n,
-		"max_replication_slots", c.MaxSlots, "slots_in_use", c.Slots, "max_wal_senders", c.MaxSenders, "walsenders_in_use", c.Senders)
+	log.Info("parallel backfills from the source's free replication slots and walsenders", logkey.MaxParallelBackfills, n,
+		logkey.MaxReplicationSlots, c.MaxSlots, logkey.SlotsInUse, c.Slots, logkey.MaxWalSenders, c.MaxSenders, logkey.WalsendersInUse, c.Senders)
 	return n
 }
 
@@ -270,7 +271,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, h *health, withPprof bo
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("metrics server stopped", "err", err)
+			slog.Error("metrics server stopped", logkey.Error, err)
 		}
 	}()
 	return srv, ln.Addr().String(), nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // cgroupMemoryMax is where cgroup v2 publishes the container's memory limit.
@@ -51,11 +52,11 @@ func applyMemoryLimit(flag string, batchMaxBytes int64, log *slog.Logger) error 
 	case "off":
 		return nil
 	case "GOMEMLIMIT":
-		log.Info("memory limit from GOMEMLIMIT", "limit", os.Getenv("GOMEMLIMIT"))
+		log.Info("memory limit from GOMEMLIMIT", logkey.Limit, os.Getenv("GOMEMLIMIT"))
 		return nil
 	}
 	debug.SetMemoryLimit(lim.bytes)
-	log.Info("memory limit", "from", lim.source, "batch_max_bytes", batchMaxBytes, "soft_limit_bytes", lim.bytes)
+	log.Info("memory limit", logkey.From, lim.source, logkey.BatchMaxBytes, batchMaxBytes, logkey.SoftLimitBytes, lim.bytes)
 	return nil
 }
 

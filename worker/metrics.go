@@ -9,6 +9,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // sdkMetrics returns the Temporal SDK's metrics handler, exporting through OpenTelemetry to reg:
@@ -24,6 +26,6 @@ func sdkMetrics(reg prometheus.Registerer, log *slog.Logger) (client.MetricsHand
 	return temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
 		Meter:                provider.Meter("temporal-sdk-go"),
 		UseMonotonicCounters: true,
-		OnError:              func(err error) { log.Warn("recording a Temporal SDK metric", "err", err) },
+		OnError:              func(err error) { log.Warn("recording a Temporal SDK metric", logkey.Error, err) },
 	}), nil
 }

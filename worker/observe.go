@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/control"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
 	"github.com/sluicecdc/sluice/source"
 )
@@ -25,7 +26,7 @@ func observe(ctx context.Context, cfg *config.Config, conns *source.Pool, tables
 		defer cancel()
 		if st, err := source.ReadSlotState(rctx, conns, cfg.Source.DSN, cfg.Source.Slot); err != nil {
 			if err.Error() != lastSlotErr && ctx.Err() == nil {
-				log.Warn("reading the replication slot's state for the metrics", "slot", cfg.Source.Slot, "err", err)
+				log.Warn("reading the replication slot's state for the metrics", logkey.Slot, cfg.Source.Slot, logkey.Error, err)
 			}
 			lastSlotErr = err.Error()
 		} else {
@@ -34,7 +35,7 @@ func observe(ctx context.Context, cfg *config.Config, conns *source.Pool, tables
 		}
 		if failed, err := tables.FailedTables(rctx, cfg.Pipeline); err != nil {
 			if err.Error() != lastFailedErr && ctx.Err() == nil {
-				log.Warn("listing failed tables for the metrics (are the Sluice search attributes registered? see `sluice check`)", "err", err)
+				log.Warn("listing failed tables for the metrics (are the Sluice search attributes registered? see `sluice check`)", logkey.Error, err)
 			}
 			lastFailedErr = err.Error()
 		} else {

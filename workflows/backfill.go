@@ -12,6 +12,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/partitions"
 )
 
@@ -135,8 +136,8 @@ func (t *table) backfillRetrying(ctx workflow.Context) error {
 		if failures > 1 {
 			wait = backoff(failures - 1)
 		}
-		workflow.GetLogger(ctx).Warn("snapshot session lost; backfilling again", "table", t.in.Table().String(),
-			"failures", failures, "retry_in", wait, "error", err)
+		workflow.GetLogger(ctx).Warn("snapshot session lost; backfilling again", logkey.Table, t.in.Table().String(),
+			logkey.Failures, failures, logkey.RetryIn, wait, logkey.Error, err)
 		if err := workflow.Sleep(ctx, wait); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 var (
@@ -154,7 +155,7 @@ func readUntilReconfigured(ctx, rctx workflow.Context, reconfigure workflow.Rece
 	if !reconfigured {
 		return read.Get(ctx, out)
 	}
-	workflow.GetLogger(ctx).Info("reconfigure: ending the reader's run to read with the workers' current config", "pipeline", in.Pipeline)
+	workflow.GetLogger(ctx).Info("reconfigure: ending the reader's run to read with the workers' current config", logkey.Pipeline, in.Pipeline)
 	cancel()
 	_ = read.Get(ctx, out) // cancelled (or ended meanwhile): the next run reads on from the slot
 	for reconfigure.ReceiveAsync(nil) {

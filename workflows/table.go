@@ -12,6 +12,7 @@ import (
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/failure"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -205,7 +206,7 @@ func (t *table) commitNext(ctx workflow.Context) error {
 		if len(g) > 1 && errors.As(err, &appErr) && appErr.Type() == failure.PoisonBatch {
 			t.isolate = len(g)
 			workflow.GetLogger(ctx).Warn("a group of batches is poison; committing them one at a time",
-				"table", t.in.Table().String(), "batches", len(g), "error", err)
+				logkey.Table, t.in.Table().String(), logkey.Batches, len(g), logkey.Error, err)
 			return nil
 		}
 		return err
@@ -303,7 +304,7 @@ func (t *table) fail(ctx workflow.Context, err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == failure.TableRemoved {
 		t.lastError = appErr.Message()
-		workflow.GetLogger(ctx).Warn("table removed from the workers' config; its run ends", "table", t.in.Table().String())
+		workflow.GetLogger(ctx).Warn("table removed from the workers' config; its run ends", logkey.Table, t.in.Table().String())
 		return t.setState(ctx, StateRemoved)
 	}
 	if errors.As(err, &appErr) && appErr.NonRetryable() {

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/sluicecdc/sluice/activities"
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // MaintainAttempts bounds the attempts of one MaintainTable run: maintenance that keeps failing
@@ -58,11 +59,11 @@ func (t *table) maintain(ctx workflow.Context) error {
 	if err != nil {
 		st.Error = maintenanceError(err)
 		log.Warn("table maintenance failed; commits go on and it runs again later",
-			"table", t.in.Table().String(), "error", st.Error)
+			logkey.Table, t.in.Table().String(), logkey.Error, st.Error)
 		return nil
 	}
 	st.Result = &res
-	log.Info("table maintenance done", "table", t.in.Table().String(), "message", res.Message)
+	log.Info("table maintenance done", logkey.Table, t.in.Table().String(), logkey.Message, res.Message)
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/sluicecdc/sluice/internal/logkey"
 )
 
 // errInterrupted: a step stopped before it succeeded because the run must continue as new (its
@@ -56,8 +58,8 @@ func (t *table) retry(ctx workflow.Context, what string, stream bool, step func(
 		t.lastError = fmt.Sprintf("%s (failure %d, retrying): %v", what, t.failures, err)
 		t.showDetails(ctx)
 		wait := backoff(t.failures)
-		workflow.GetLogger(ctx).Warn("table step failed; retrying", "table", t.in.Table().String(),
-			"step", what, "failures", t.failures, "retry_in", wait, "error", err)
+		workflow.GetLogger(ctx).Warn("table step failed; retrying", logkey.Table, t.in.Table().String(),
+			logkey.Step, what, logkey.Failures, t.failures, logkey.RetryIn, wait, logkey.Error, err)
 		interrupted, err := workflow.AwaitWithTimeout(ctx, wait, interrupt)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/staging"
 )
 
@@ -96,6 +97,6 @@ func (s *tableSignals) drain(ctx workflow.Context, t *table) {
 func (t *table) takeRef(ctx workflow.Context, ref staging.BatchRef) {
 	if !t.addRef(ref) {
 		workflow.GetLogger(ctx).Warn("dropping batch signalled to the wrong table",
-			"batch", ref.String(), "table", t.in.Table().String())
+			logkey.Batch, ref.String(), logkey.Table, t.in.Table().String())
 	}
 }

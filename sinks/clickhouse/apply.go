@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -71,8 +72,8 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if err := s.insert(ctx, l, cols, int(rec.NumRows())+1); err != nil {
 		return err
 	}
-	s.log.DebugContext(ctx, "committed batch", "table", l.source, "rows", rec.NumRows(), "hi", b.Hi.String(),
-		"phase", string(b.Phase), "took", time.Since(start))
+	s.log.DebugContext(ctx, "committed batch", logkey.Table, l.source, logkey.Rows, rec.NumRows(), logkey.Hi, b.Hi.String(),
+		logkey.Phase, string(b.Phase), logkey.Took, time.Since(start))
 	return nil
 }
 
@@ -89,7 +90,7 @@ func (s *Sink) guard(ctx context.Context, l *layout, b sinks.Batch) (bool, error
 			"resync the table", l.source, b.Hi, pos)
 	}
 	if cover == batch.CoverAll {
-		s.log.DebugContext(ctx, "batch already committed", "table", l.source, "position", pos.String(), "hi", b.Hi.String())
+		s.log.DebugContext(ctx, "batch already committed", logkey.Table, l.source, logkey.Position, pos.String(), logkey.Hi, b.Hi.String())
 		return true, nil
 	}
 	return false, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -67,7 +68,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger) (*Sink, error) {
 	if err != nil {
 		return nil, classify(err, "connecting to clickhouse at %s", cfg.Addr)
 	}
-	s := &Sink{cfg: cfg, conn: conn, log: logger.With("sink", "clickhouse"), tables: map[string]bool{}}
+	s := &Sink{cfg: cfg, conn: conn, log: logger.With(logkey.Sink, "clickhouse"), tables: map[string]bool{}}
 	if err := s.detect(ctx); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -102,7 +103,7 @@ func (s *Sink) detect(ctx context.Context) error {
 	if modern {
 		layout = config.SchemaModern
 	}
-	s.log.InfoContext(ctx, "connected to clickhouse", "version", v.Text, "schema", layout)
+	s.log.InfoContext(ctx, "connected to clickhouse", logkey.Version, v.Text, logkey.Schema, layout)
 	return nil
 }
 
@@ -238,7 +239,7 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 		if err := s.conn.Exec(ctx, l.createTableSQL()); err != nil {
 			return classify(err, "table %s: creating clickhouse table %s.%s", l.source, db, name)
 		}
-		s.log.InfoContext(ctx, "created clickhouse table", "table", l.source, "target", db+"."+name, "modern", l.modern)
+		s.log.InfoContext(ctx, "created clickhouse table", logkey.Table, l.source, logkey.Target, db+"."+name, logkey.Modern, l.modern)
 		// Created here or concurrently by another worker: check it like an existing table.
 		if e, exists, err = s.describe(ctx, db, name); err != nil {
 			return err
@@ -295,7 +296,7 @@ func (s *Sink) addColumns(ctx context.Context, l *layout, add []column) error {
 		if err != nil {
 			return classify(err, "table %s: adding column %s %s to %s.%s", l.source, c.name, c.typ, l.db, l.name)
 		}
-		s.log.InfoContext(ctx, "added column", "table", l.source, "target", l.db+"."+l.name, "column", c.name, "type", c.typ)
+		s.log.InfoContext(ctx, "added column", logkey.Table, l.source, logkey.Target, l.db+"."+l.name, logkey.Column, c.name, logkey.Type, c.typ)
 	}
 	if !raced {
 		return nil
@@ -364,6 +365,6 @@ func (s *Sink) DiscardSnapshot(ctx context.Context, spec sinks.TableSpec) error 
 		return fmt.Errorf("table %s: %s.%s still holds %d rows after TRUNCATE (written concurrently?); retrying",
 			spec.Schema.Table, db, name, n)
 	}
-	s.log.InfoContext(ctx, "discarded partial snapshot", "table", spec.Schema.Table.String(), "target", db+"."+name)
+	s.log.InfoContext(ctx, "discarded partial snapshot", logkey.Table, spec.Schema.Table.String(), logkey.Target, db+"."+name)
 	return nil
 }

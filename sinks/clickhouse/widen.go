@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -57,7 +58,7 @@ func (s *Sink) widen(ctx context.Context, l *layout, e *existing) error {
 		if err := s.conn.Exec(ctx, q); err != nil {
 			return classify(err, "table %s: widening column %s of %s.%s from %s to %s", l.source, c.name, l.db, l.name, have, c.typ)
 		}
-		s.log.InfoContext(ctx, "widened column", "table", l.source, "target", l.db+"."+l.name, "column", c.name, "from", have, "to", c.typ)
+		s.log.InfoContext(ctx, "widened column", logkey.Table, l.source, logkey.Target, l.db+"."+l.name, logkey.Column, c.name, logkey.From, have, logkey.To, c.typ)
 		e.columns[c.name] = c.typ
 	}
 	return nil

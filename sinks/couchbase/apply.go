@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -62,7 +63,7 @@ func (s *Sink) begin(ctx context.Context, t target) (stored, error) {
 	if err != nil || !cp.Discarding {
 		return cp, err
 	}
-	s.log.InfoContext(ctx, "finishing an interrupted discard before the batch", "table", t.table, "target", t.String())
+	s.log.InfoContext(ctx, "finishing an interrupted discard before the batch", logkey.Table, t.table, logkey.Target, t.String())
 	if err := s.discard(ctx, t, cp); err != nil {
 		return stored{}, err
 	}
@@ -103,8 +104,8 @@ func (s *Sink) commit(ctx context.Context, t target, cp stored, b sinks.Batch, o
 	if _, err := s.writeCheckpoint(ctx, t, cp, next); err != nil {
 		return err
 	}
-	s.log.DebugContext(ctx, "committed batch", "table", t.table, "target", t.String(), "position", b.Hi.String(),
-		"documents", len(ops), "phase", string(b.Phase))
+	s.log.DebugContext(ctx, "committed batch", logkey.Table, t.table, logkey.Target, t.String(), logkey.Position, b.Hi.String(),
+		logkey.Documents, len(ops), logkey.Phase, string(b.Phase))
 	return nil
 }
 
@@ -132,8 +133,8 @@ func (s *Sink) guard(ctx context.Context, t target, cp stored, b sinks.Batch) (r
 	}
 	switch {
 	case cover == batch.CoverAll:
-		s.log.InfoContext(ctx, "batch already committed, skipping", "table", t.table,
-			"position", b.Hi.String(), "committed", committed.String())
+		s.log.InfoContext(ctx, "batch already committed, skipping", logkey.Table, t.table,
+			logkey.Position, b.Hi.String(), logkey.Committed, committed.String())
 		return nil, true, nil
 	case b.Record == nil:
 		return nil, false, nil

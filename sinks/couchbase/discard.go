@@ -3,6 +3,7 @@ package couchbase
 import (
 	"context"
 
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -55,8 +56,8 @@ func (s *Sink) discard(ctx context.Context, t target, cp stored) error {
 		return err
 	}
 	if cp.exists || chunks > 0 {
-		s.log.InfoContext(ctx, "discarded partial snapshot", "table", t.table, "target", t.String(),
-			"documents", len(keys), "index_chunks", chunks)
+		s.log.InfoContext(ctx, "discarded partial snapshot", logkey.Table, t.table, logkey.Target, t.String(),
+			logkey.Documents, len(keys), logkey.IndexChunks, chunks)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/couchbase/gocb/v2"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -78,7 +79,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 		now = time.Now
 	}
 	return &Sink{cfg: cfg, cluster: cluster, bucket: bucket, durability: durability, revive: reviveSupported(bucket),
-		log: log.With("sink", "couchbase"), now: now}, nil
+		log: log.With(logkey.Sink, "couchbase"), now: now}, nil
 }
 
 // Close disconnects from the cluster.
@@ -142,7 +143,7 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 			return fmt.Errorf("table %s: creating scope %s in bucket %s (the user needs the bucket admin role, "+
 				"or create it yourself): %w", t.table, t.scope, s.cfg.Bucket, err)
 		}
-		s.log.InfoContext(ctx, "created scope", "table", t.table, "scope", t.scope)
+		s.log.InfoContext(ctx, "created scope", logkey.Table, t.table, logkey.Scope, t.scope)
 	}
 	for _, c := range []string{t.meta, t.collection} {
 		if have[t.scope+"."+c] {
@@ -153,7 +154,7 @@ func (s *Sink) EnsureTable(ctx context.Context, spec sinks.TableSpec) error {
 			return fmt.Errorf("table %s: creating collection %s.%s in bucket %s (the user needs the bucket admin "+
 				"role, or create it yourself): %w", t.table, t.scope, c, s.cfg.Bucket, err)
 		}
-		s.log.InfoContext(ctx, "created collection", "table", t.table, "collection", t.scope+"."+c)
+		s.log.InfoContext(ctx, "created collection", logkey.Table, t.table, logkey.Collection, t.scope+"."+c)
 	}
 	if !have[t.String()] {
 		return s.dropStaleCheckpoint(ctx, t)
@@ -170,7 +171,7 @@ func (s *Sink) dropStaleCheckpoint(ctx context.Context, t target) error {
 		return err
 	}
 	s.log.WarnContext(ctx, "target collection was missing; removing its checkpoint so the table is backfilled",
-		"table", t.table, "target", t.String())
+		logkey.Table, t.table, logkey.Target, t.String())
 	return s.discard(ctx, t, cp)
 }
 

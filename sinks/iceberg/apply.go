@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -77,8 +78,8 @@ func (s *Sink) Apply(ctx context.Context, b sinks.Batch) error {
 	if err := s.commit(ctx, tbl, b, l, p); err != nil {
 		return err
 	}
-	s.log.DebugContext(ctx, "committed batch", "table", name, "position", b.Hi.String(),
-		"upserts", p.upserts, "deletes", p.deletes, "phase", string(b.Phase))
+	s.log.DebugContext(ctx, "committed batch", logkey.Table, name, logkey.Position, b.Hi.String(),
+		logkey.Upserts, p.upserts, logkey.Deletes, p.deletes, logkey.Phase, string(b.Phase))
 	return nil
 }
 
@@ -98,8 +99,8 @@ func (s *Sink) guard(ctx context.Context, tbl *table.Table, b sinks.Batch) (bool
 			tableName(b.Spec), b.Spec.Target, committed, b.Hi, err)
 	}
 	if cover == batch.CoverAll {
-		s.log.InfoContext(ctx, "batch already committed, skipping", "table", tableName(b.Spec),
-			"position", b.Hi.String(), "committed", committed.String())
+		s.log.InfoContext(ctx, "batch already committed, skipping", logkey.Table, tableName(b.Spec),
+			logkey.Position, b.Hi.String(), logkey.Committed, committed.String())
 		return true, nil
 	}
 	return false, nil
@@ -303,12 +304,12 @@ func (s *Sink) removeFiles(ctx context.Context, tbl *table.Table, files []iceber
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		s.log.WarnContext(ctx, "cannot remove uncommitted files", "error", err)
+		s.log.WarnContext(ctx, "cannot remove uncommitted files", logkey.Error, err)
 		return
 	}
 	for _, f := range files {
 		if err := fs.Remove(f.FilePath()); err != nil {
-			s.log.WarnContext(ctx, "cannot remove uncommitted file", "file", f.FilePath(), "error", err)
+			s.log.WarnContext(ctx, "cannot remove uncommitted file", logkey.File, f.FilePath(), logkey.Error, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -89,7 +90,7 @@ func (s *Sink) DiscardSnapshot(ctx context.Context, spec sinks.TableSpec) error 
 	if _, err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("committing the discard of iceberg table %s: %w", spec.Target, err)
 	}
-	s.log.InfoContext(ctx, "discarded partial snapshot", "table", tableName(spec), "target", spec.Target,
-		"data_files", len(data), "delete_files", len(deletes))
+	s.log.InfoContext(ctx, "discarded partial snapshot", logkey.Table, tableName(spec), logkey.Target, spec.Target,
+		logkey.DataFiles, len(data), logkey.DeleteFiles, len(deletes))
 	return nil
 }

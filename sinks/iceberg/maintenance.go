@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table/compaction"
 
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -115,17 +116,17 @@ func (s *Sink) MaintainWith(ctx context.Context, target string, opts Maintenance
 		err = step(ctx, tbl, opts, &res)
 		if errors.Is(err, table.ErrCommitFailed) {
 			res.CompactionConflicts++
-			s.log.InfoContext(ctx, "maintenance step raced a commit; it runs again next time", "target", target, "error", err)
+			s.log.InfoContext(ctx, "maintenance step raced a commit; it runs again next time", logkey.Target, target, logkey.Error, err)
 			continue
 		}
 		if err != nil {
 			return res, fmt.Errorf("maintaining iceberg table %s: %w", target, err)
 		}
 	}
-	s.log.InfoContext(ctx, "maintained iceberg table", "target", target,
-		"removed_data_files", res.RemovedDataFiles, "added_data_files", res.AddedDataFiles,
-		"removed_delete_files", res.RemovedDeleteFiles, "rewritten_manifests", res.RewrittenManifests,
-		"expired_snapshots", res.ExpiredSnapshots, "removed_orphan_files", res.RemovedOrphanFiles)
+	s.log.InfoContext(ctx, "maintained iceberg table", logkey.Target, target,
+		logkey.RemovedDataFiles, res.RemovedDataFiles, logkey.AddedDataFiles, res.AddedDataFiles,
+		logkey.RemovedDeleteFiles, res.RemovedDeleteFiles, logkey.RewrittenManifests, res.RewrittenManifests,
+		logkey.ExpiredSnapshots, res.ExpiredSnapshots, logkey.RemovedOrphanFiles, res.RemovedOrphanFiles)
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/config"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -202,8 +203,8 @@ func (s *Sink) applyShape(ctx context.Context, tbl *table.Table, target string, 
 	if _, err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("committing the layout of iceberg table %s: %w", target, err)
 	}
-	s.log.InfoContext(ctx, "set iceberg table layout", "table", l.table, "target", target,
-		"partition_by", fieldList(sh.partition), "sort_order", order.String())
+	s.log.InfoContext(ctx, "set iceberg table layout", logkey.Table, l.table, logkey.Target, target,
+		logkey.PartitionBy, fieldList(sh.partition), logkey.SortOrder, order.String())
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -79,7 +80,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Sink, error) {
 	if opts.Maintenance != nil {
 		maint = *opts.Maintenance
 	}
-	return &Sink{cfg: cfg, cat: cat, log: log.With("sink", "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint, tables: opts.Tables,
+	return &Sink{cfg: cfg, cat: cat, log: log.With(logkey.Sink, "iceberg"), arrowSchema: opts.ArrowSchema, maintenance: maint, tables: opts.Tables,
 		keys: newKeyIndex(keyIndexSize)}, nil
 }
 
@@ -168,7 +169,7 @@ func (s *Sink) createTable(ctx context.Context, ident table.Identifier, l layout
 	case err != nil:
 		return nil, fmt.Errorf("creating iceberg table %v: %w", ident, err)
 	}
-	s.log.InfoContext(ctx, "created iceberg table", "table", l.table, "target", ident)
+	s.log.InfoContext(ctx, "created iceberg table", logkey.Table, l.table, logkey.Target, ident)
 	return tbl, nil
 }
 
@@ -210,10 +211,10 @@ func (s *Sink) evolve(ctx context.Context, tbl *table.Table, target string, l la
 		return nil, fmt.Errorf("committing new columns of iceberg table %s: %w", target, err)
 	}
 	for _, c := range add {
-		s.log.InfoContext(ctx, "added column", "table", l.table, "target", target, "column", c.name)
+		s.log.InfoContext(ctx, "added column", logkey.Table, l.table, logkey.Target, target, logkey.Column, c.name)
 	}
 	for _, c := range promote {
-		s.log.InfoContext(ctx, "widened column", "table", l.table, "target", target, "column", c.name, "type", c.field.Type.String())
+		s.log.InfoContext(ctx, "widened column", logkey.Table, l.table, logkey.Target, target, logkey.Column, c.name, logkey.Type, c.field.Type.String())
 	}
 	return tbl, nil
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/sinks/plugin/internal/wire"
 	pluginv1 "github.com/sluicecdc/sluice/sinks/plugin/proto/sluice/plugin/v1"
@@ -24,7 +25,7 @@ type server struct {
 
 // fail logs a failed call and returns its classified status.
 func (s *server) fail(call string, spec *pluginv1.TableSpec, err error) error {
-	s.opts.Logger.Warn("plugin call failed", "call", call, "target", spec.GetTarget(), "poison", sinks.IsPoison(err), "error", err)
+	s.opts.Logger.Warn("plugin call failed", logkey.Call, call, logkey.Target, spec.GetTarget(), logkey.Poison, sinks.IsPoison(err), logkey.Error, err)
 	return wire.ToStatus(err, codes.Unknown)
 }
 
