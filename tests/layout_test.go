@@ -12,8 +12,8 @@ import (
 const layoutPath = "../docs/layout.md"
 
 // TestLayoutNamesEveryFolder fails when a top-level folder of the repository that holds Go code
-// (in it or below it) is not named in docs/layout.md as `folder/`, so that the page cannot fall
-// behind the tree.
+// (in it or below it) is not named in docs/layout.md as `folder/`, or when a row of the page
+// names a folder that does not exist, so that the page cannot fall behind the tree.
 func TestLayoutNamesEveryFolder(t *testing.T) {
 	t.Parallel()
 	page, err := os.ReadFile(layoutPath)
@@ -43,6 +43,21 @@ func TestLayoutNamesEveryFolder(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no top-level folder with Go code found: the test reads the wrong directory")
+	}
+	// And the other way: every folder a row of the page names exists.
+	for _, line := range strings.Split(string(page), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		for _, f := range strings.Split(cells[1], "`") {
+			if !strings.HasSuffix(f, "/") {
+				continue
+			}
+			if st, err := os.Stat(filepath.Join("..", f)); err != nil || !st.IsDir() {
+				t.Errorf("%s names %s, which is not a folder of the repository: remove or rename its row", layoutPath, f)
+			}
+		}
 	}
 }
 
