@@ -49,7 +49,7 @@ func (a *Commit) EnsureTable(ctx context.Context, in TableConfig) (err error) {
 	if err != nil {
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
-	t := in.commitTable()
+	t := in
 	if _, _, err := commit.StoredPosition(ctx, sink, t); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (a *Commit) CommitBatch(ctx context.Context, in CommitBatchInput) (_ Commit
 	if err != nil {
 		return CommitBatchResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, in.Table.Table(), err)
 	}
-	return a.engine().Commit(ctx, sink, in.Table.commitTable(), refs, activity.GetLogger(ctx))
+	return a.engine().Commit(ctx, sink, in.Table, refs, activity.GetLogger(ctx))
 }
 
 // heartbeat records detail as a heartbeat now and every HeartbeatEvery until the returned stop

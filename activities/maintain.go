@@ -52,7 +52,7 @@ func (a *Commit) MaintainTable(ctx context.Context, in TableConfig) (_ MaintainR
 	start := time.Now()
 	rep, err := m.Maintain(ctx, in.Spec)
 	a.Metrics.Maintained(in.Pipeline, in.Table().String(), time.Since(start), err)
-	if err := commit.SinkErrorAs(in.commitTable(), "maintaining target", failure.MaintenanceFailed,
+	if err := commit.SinkErrorAs(in, "maintaining target", failure.MaintenanceFailed,
 		"commits go on, the next maintenance runs after the configured number of commits", err); err != nil {
 		return MaintainResult{}, err
 	}

@@ -87,7 +87,7 @@ func (a *Backfill) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ 
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("opening sink %s for table %s: %w", in.Table.Sink.Name, in.Table.Table(), err)
 	}
-	if err := commit.SinkError(in.Table.commitTable(), "creating target", sink.EnsureTable(ctx, in.Table.Spec)); err != nil {
+	if err := commit.SinkError(in.Table, "creating target", sink.EnsureTable(ctx, in.Table.Spec)); err != nil {
 		return SnapshotInfo{}, err
 	}
 	snap, err := source.OpenSnapshot(ctx, cfg)
@@ -270,7 +270,7 @@ func (a *Backfill) applyRecord(ctx context.Context, t TableConfig, rec arrow.Rec
 	if err == nil && rec != nil {
 		a.Metrics.BackfillCopied(t.Pipeline, t.Table().String(), rec.NumRows())
 	}
-	return commit.SinkError(t.commitTable(), "writing snapshot rows into", err)
+	return commit.SinkError(t, "writing snapshot rows into", err)
 }
 
 // held returns the snapshot this worker holds under name, or a SnapshotSessionLost error.
@@ -318,9 +318,9 @@ func (a *Backfill) DiscardSnapshot(ctx context.Context, in TableConfig) (err err
 		return fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
 	if err := sink.DiscardSnapshot(ctx, in.Spec); err != nil {
-		return commit.SinkError(in.commitTable(), "discarding the partial snapshot in", err)
+		return commit.SinkError(in, "discarding the partial snapshot in", err)
 	}
 	// The target holds no rows now: a column dropped from it outside Sluice, which EnsureTable
 	// does not add back while rows lack its values, comes back for the backfill to fill.
-	return commit.SinkError(in.commitTable(), "ensuring the emptied target", sink.EnsureTable(ctx, in.Spec))
+	return commit.SinkError(in, "ensuring the emptied target", sink.EnsureTable(ctx, in.Spec))
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/sluicecdc/sluice/batch"
 	"github.com/sluicecdc/sluice/commit"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/sinks"
@@ -14,36 +13,12 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// SinkRef names a sink configured on the workers. Only the name travels in workflow inputs and
-// history; the sink's connection settings and credentials stay in the workers' configuration.
-type SinkRef struct {
-	Name string `json:"name"`
-}
+// SinkRef names a sink configured on the workers (commit.SinkRef).
+type SinkRef = commit.SinkRef
 
-// TableConfig is one table of a pipeline as activities and the TableWorkflow see it.
-type TableConfig struct {
-	Pipeline string          `json:"pipeline"`
-	Spec     sinks.TableSpec `json:"spec"`
-	Sink     SinkRef         `json:"sink"`
-	// Key overrides the table's primary key (config tables[].key); empty means the primary key.
-	Key []string `json:"key,omitempty"`
-	// Source is the source the pipeline reads (set by SetupSource for the runs the pipeline
-	// starts). When set, a position the target holds from another source stops the table before
-	// anything is written; without it the first batch's commit notices.
-	Source *batch.SourceID `json:"source,omitempty"`
-	// SlotSince is the LSN the pipeline's slot was created at (set by SetupSource, and by the
-	// starter's resume and resync; 0: unknown). A committed position older than it is a
-	// PositionGap: the slot cannot deliver the changes in between.
-	SlotSince uint64 `json:"slot_since,omitempty"`
-}
-
-// Table returns the source table's name.
-func (c TableConfig) Table() batch.TableName { return c.Spec.Schema.Table }
-
-// commitTable is the table as the commit engine sees it.
-func (c TableConfig) commitTable() commit.Table {
-	return commit.Table{Pipeline: c.Pipeline, Spec: c.Spec, Sink: c.Sink.Name, Source: c.Source, SlotSince: c.SlotSince}
-}
+// TableConfig is one table of a pipeline as activities and the TableWorkflow see it: the commit
+// engine's commit.Table, one definition of the shape workflow inputs carry.
+type TableConfig = commit.Table
 
 // SinkProvider gives activities the sink a SinkRef names. The provider owns the sinks: it opens
 // them once, shares them across activities (a Sink is safe for concurrent use by different

@@ -61,7 +61,7 @@ func (a *Commit) LoadTable(ctx context.Context, in LoadTableInput) (_ LoadTableR
 	if err != nil {
 		return LoadTableResult{}, fmt.Errorf("opening sink %s for table %s: %w", in.Sink.Name, in.Table(), err)
 	}
-	pos, ok, err := commit.StoredPosition(ctx, sink, in.TableConfig.commitTable())
+	pos, ok, err := commit.StoredPosition(ctx, sink, in.TableConfig)
 	if err != nil {
 		return LoadTableResult{}, err
 	}
@@ -109,5 +109,5 @@ func (a *Commit) NextBatches(ctx context.Context, in NextBatchesInput) (_ NextBa
 }
 
 func (a *Commit) window(ctx context.Context, in TableConfig, after batch.SourcePosition, has bool, l WindowLimit) (staging.Window, error) {
-	return commit.Window(ctx, a.Staging, in.commitTable(), after, has, l.refs(), l.Bytes)
+	return commit.Window(ctx, a.Staging, in, after, has, l.refs(), l.Bytes)
 }

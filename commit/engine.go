@@ -57,7 +57,7 @@ type Engine struct {
 func (e *Engine) Commit(ctx context.Context, sink sinks.Sink, t Table, refs []staging.BatchRef, log Logger) (Result, error) {
 	g := group(refs)
 	if len(g) == 0 {
-		return Result{}, failure.Newf(failure.InvalidBatchRef, "table %s: no batch was given to commit", t.Name())
+		return Result{}, failure.Newf(failure.InvalidBatchRef, "table %s: no batch was given to commit", t.Table())
 	}
 	if err := checkGroup(t, g); err != nil {
 		return Result{}, err
@@ -71,7 +71,7 @@ func (e *Engine) Commit(ctx context.Context, sink sinks.Sink, t Table, refs []st
 		// A concurrent attempt committed some of the batches and acknowledged their files:
 		// start again from the position it left.
 		if try == 3 {
-			return Result{}, fmt.Errorf("committing batches %s of table %s: %w, three times", g.Range(), t.Name(), err)
+			return Result{}, fmt.Errorf("committing batches %s of table %s: %w, three times", g.Range(), t.Table(), err)
 		}
 	}
 }
@@ -81,7 +81,7 @@ func (e *Engine) Commit(ctx context.Context, sink sinks.Sink, t Table, refs []st
 func (e *Engine) commitGroup(ctx context.Context, sink sinks.Sink, t Table, g group, start time.Time, log Logger) (Result, error) {
 	pos, ok, err := sink.Position(ctx, t.Spec)
 	if err != nil {
-		return Result{}, fmt.Errorf("reading committed position of table %s: %w", t.Name(), err)
+		return Result{}, fmt.Errorf("reading committed position of table %s: %w", t.Table(), err)
 	}
 	var res Result
 	r, err := e.read(ctx, sink, t, g, pos, ok)
@@ -97,7 +97,7 @@ func (e *Engine) commitGroup(ctx context.Context, sink sinks.Sink, t Table, g gr
 			return Result{}, err
 		}
 		res.Position, res.Skipped = pos, !r.loaded
-		e.Metrics.Commit(t.Pipeline, t.Name().String(), len(done), nil, time.Since(start), pos.Position.LSN)
+		e.Metrics.Commit(t.Pipeline, t.Table().String(), len(done), nil, time.Since(start), pos.Position.LSN)
 		return res, nil
 	}
 	rec, err := batch.ConcatRecords(e.mem(), r.parts)
@@ -140,7 +140,7 @@ func (e *Engine) commitGroup(ctx context.Context, sink sinks.Sink, t Table, g gr
 			logkey.Hi, r.at.Position.String(), logkey.Batches, len(done), logkey.Rows, rec.NumRows(), logkey.Dropped, res.Dropped, logkey.Collapsed, res.Collapsed)
 	}
 	res.Position, res.Rows = r.at, rec.NumRows()
-	e.Metrics.Commit(t.Pipeline, t.Name().String(), len(done), batch.CountOps(rec), time.Since(start), r.at.Position.LSN)
+	e.Metrics.Commit(t.Pipeline, t.Table().String(), len(done), batch.CountOps(rec), time.Since(start), r.at.Position.LSN)
 	if evolved {
 		res.Schema = &spec.Schema
 	}
@@ -271,7 +271,7 @@ func (e *Engine) evolve(ctx context.Context, sink sinks.Sink, t Table, g group, 
 			fmt.Errorf("the source table's columns changed and target %s must follow them: %w", spec.Target, err))
 	}
 	if log != nil {
-		log.Info("evolved target for changed source columns", logkey.Table, t.Name().String(), logkey.Target, spec.Target)
+		log.Info("evolved target for changed source columns", logkey.Table, t.Table().String(), logkey.Target, spec.Target)
 	}
 	return spec, true, nil
 }

@@ -129,7 +129,7 @@ func TestCommit(t *testing.T) {
 		{name: "guard: the sink holds a position of another source", stage: one, sinkPos: &otherSource,
 			wantErrType: failure.SourceMismatch, wantInError: []string{"shop.orders", "raw.orders", "another source", "different sources", "sluice resume --table shop.orders"},
 			wantStaged: []bool{true}},
-		{name: "guard: batches of another pipeline", stage: one, table: &Table{Pipeline: "p2", Spec: testSpec, Sink: "lake"},
+		{name: "guard: batches of another pipeline", stage: one, table: &Table{Pipeline: "p2", Spec: testSpec, Sink: SinkRef{Name: "lake"}},
 			wantErrType: failure.InvalidBatchRef, wantInError: []string{"pipeline p2"}, wantStaged: []bool{true}},
 		{name: "poison: the sink refuses the rows", stage: plain,
 			onApply:     failNth(1, sinks.Poisonf("column %q of raw.orders is integer, cannot hold %q", "note", "n")),

@@ -18,8 +18,8 @@ var errCommittedMeanwhile = errors.New("batch committed by a concurrent attempt"
 // the caller (InvalidBatchRef).
 func checkGroup(t Table, g group) error {
 	for _, ref := range g {
-		if ref.Pipeline != t.Pipeline || ref.Table != t.Name() {
-			return failure.Newf(failure.InvalidBatchRef, "batch %s was delivered to table %s of pipeline %s", ref, t.Name(), t.Pipeline)
+		if ref.Pipeline != t.Pipeline || ref.Table != t.Table() {
+			return failure.Newf(failure.InvalidBatchRef, "batch %s was delivered to table %s of pipeline %s", ref, t.Table(), t.Pipeline)
 		}
 		if ref.Phase != g[0].Phase {
 			return failure.Newf(failure.InvalidBatchRef, "table %s: batches %s (%s) and %s (%s) of different phases were given to commit together",
@@ -78,9 +78,9 @@ func SinkErrorAs(t Table, doing, typ, advice string, err error) error {
 	}
 	if sinks.IsPoison(err) {
 		return failure.New(typ,
-			fmt.Sprintf("table %s: sink %s failed %s %s: %v; %s", t.Name(), t.Sink, doing, t.Spec.Target, err, advice), err)
+			fmt.Sprintf("table %s: sink %s failed %s %s: %v; %s", t.Table(), t.Sink.Name, doing, t.Spec.Target, err, advice), err)
 	}
-	return fmt.Errorf("table %s: sink %s: %s %s: %w", t.Name(), t.Sink, doing, t.Spec.Target, err)
+	return fmt.Errorf("table %s: sink %s: %s %s: %w", t.Table(), t.Sink.Name, doing, t.Spec.Target, err)
 }
 
 // SourceMismatch is the failure of positions of different sources: the target's stored
@@ -91,7 +91,7 @@ func SourceMismatch(t Table, err error) error {
 			"Another pipeline or database writes this target, or the source was replaced (another cluster, a failover to a new timeline, another slot). "+
 			"Nothing was written to the target. Give this table its own target (tables[].target), or, if the target should follow this source from now on, "+
 			"drop the target and run `sluice resume --table %s` to backfill it from this source",
-			t.Name(), t.Spec.Target, err, t.Name()), err)
+			t.Table(), t.Spec.Target, err, t.Table()), err)
 }
 
 // positionGap checks a table's committed position against the slot it continues from: a
@@ -106,5 +106,5 @@ func positionGap(t Table, pos batch.SourcePosition, ok bool) error {
 			"the slot cannot deliver the changes between them (it was dropped and created again since the table last committed), "+
 			"so continuing would skip them silently. Nothing was written. Remedy: `sluice resync --config <file> --table %s` "+
 			"(discards the target and backfills it from a new snapshot)",
-		t.Name(), pos.Position, t.Spec.Target, pos.Source.Slot, source.LSN(t.SlotSince), t.Name())
+		t.Table(), pos.Position, t.Spec.Target, pos.Source.Slot, source.LSN(t.SlotSince), t.Table())
 }

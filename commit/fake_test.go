@@ -29,7 +29,7 @@ var testSpec = sinks.TableSpec{Target: "raw.orders", Schema: batch.Schema{
 	},
 }}
 
-var testTable = Table{Pipeline: "p1", Spec: testSpec, Sink: "lake"}
+var testTable = Table{Pipeline: "p1", Spec: testSpec, Sink: SinkRef{Name: "lake"}}
 
 func ptr[T any](v T) *T { return &v }
 

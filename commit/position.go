@@ -16,7 +16,7 @@ import (
 func StoredPosition(ctx context.Context, sink sinks.Sink, t Table) (batch.SourcePosition, bool, error) {
 	pos, ok, err := sink.Position(ctx, t.Spec)
 	if err != nil {
-		return pos, ok, fmt.Errorf("reading committed position of table %s: %w", t.Name(), err)
+		return pos, ok, fmt.Errorf("reading committed position of table %s: %w", t.Table(), err)
 	}
 	if ok && t.Source != nil && pos.Source != *t.Source {
 		return pos, ok, SourceMismatch(t, fmt.Errorf("the target holds position %s, this pipeline reads source %s: %w",
@@ -30,7 +30,7 @@ func StoredPosition(ctx context.Context, sink sinks.Sink, t Table) (batch.Source
 // of JSON (staging.Store.ListWindow). Staged batches of another source than after are a
 // SourceMismatch failure.
 func Window(ctx context.Context, st *staging.Store, t Table, after batch.SourcePosition, has bool, refs, bytes int) (staging.Window, error) {
-	w, err := st.ListWindow(ctx, t.Pipeline, t.Name(), after, has, refs, bytes)
+	w, err := st.ListWindow(ctx, t.Pipeline, t.Table(), after, has, refs, bytes)
 	if errors.Is(err, batch.ErrDifferentSource) {
 		return staging.Window{}, SourceMismatch(t, err)
 	}
@@ -42,7 +42,7 @@ func Window(ctx context.Context, st *staging.Store, t Table, after batch.SourceP
 func covers(ctx context.Context, sink sinks.Sink, t Table, ref staging.BatchRef) (batch.Cover, error) {
 	pos, ok, err := sink.Position(ctx, t.Spec)
 	if err != nil {
-		return batch.CoverNone, fmt.Errorf("reading committed position of table %s: %w", t.Name(), err)
+		return batch.CoverNone, fmt.Errorf("reading committed position of table %s: %w", t.Table(), err)
 	}
 	cover, err := batch.Covered(pos, ok, ref.Phase, ref.Lo, ref.Hi)
 	if err != nil {

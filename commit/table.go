@@ -9,21 +9,33 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// Table is what the engine needs to know of a table.
-type Table struct {
-	Pipeline string
-	Spec     sinks.TableSpec
-	Sink     string // the sink's name, for messages
-	// Source is the source the pipeline reads; when set, a position the target holds from
-	// another source is a SourceMismatch before anything is written.
-	Source *batch.SourceID
-	// SlotSince is the LSN the pipeline's slot was created at (0: unknown); a committed position
-	// older than it is a PositionGap.
-	SlotSince uint64
+// SinkRef names a sink configured on the workers. Only the name travels in workflow inputs and
+// history; the sink's connection settings and credentials stay in the workers' configuration.
+type SinkRef struct {
+	Name string `json:"name"`
 }
 
-// Name returns the source table's name.
-func (t Table) Name() batch.TableName { return t.Spec.Schema.Table }
+// Table is one table of a pipeline as the commit engine, the activities and the TableWorkflow
+// see it (activities.TableConfig is this type): it travels in workflow inputs, so its JSON field
+// names are recorded in histories and never change.
+type Table struct {
+	Pipeline string          `json:"pipeline"`
+	Spec     sinks.TableSpec `json:"spec"`
+	Sink     SinkRef         `json:"sink"`
+	// Key overrides the table's primary key (config tables[].key); empty means the primary key.
+	Key []string `json:"key,omitempty"`
+	// Source is the source the pipeline reads (set by SetupSource for the runs the pipeline
+	// starts). When set, a position the target holds from another source stops the table before
+	// anything is written; without it the first batch's commit notices.
+	Source *batch.SourceID `json:"source,omitempty"`
+	// SlotSince is the LSN the pipeline's slot was created at (set by SetupSource, and by the
+	// starter's resume and resync; 0: unknown). A committed position older than it is a
+	// PositionGap: the slot cannot deliver the changes in between.
+	SlotSince uint64 `json:"slot_since,omitempty"`
+}
+
+// Table returns the source table's name.
+func (t Table) Table() batch.TableName { return t.Spec.Schema.Table }
 
 // Result says what a commit did. It is the CommitBatch activity's result: its JSON field names
 // are recorded in workflow histories and never change.
