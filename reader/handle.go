@@ -57,6 +57,8 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 			return r.flushCaughtUp(ctx)
 		}
 		return r.tick(ctx, now)
+	case *source.RelationEvent:
+		return r.relationSeen(ctx, e)
 	case *source.SchemaEvent:
 		return r.schemaChanged(ctx, e)
 	case *source.TruncateEvent:

@@ -276,6 +276,11 @@ func tupleValues(r *relation, t *pglogrepl.TupleData) ([]batch.Value, error) {
 func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, emit func(Event) error) error {
 	name := batch.TableName{Schema: m.Namespace, Name: m.RelationName}
 	prev := d.rels[m.RelationID]
+	if _, known := d.known[name]; known || prev != nil {
+		if err := emit(&RelationEvent{Table: name, RelationID: m.RelationID, Pos: batch.Position{LSN: d.lsn, Seq: d.seq}}); err != nil {
+			return err
+		}
+	}
 	if prev != nil && prev.schema.Table == name && sameRaw(prev.raw, m.Columns) {
 		lost := identityLost(m, prev.schema, prev.identity)
 		prev.identity = m.ReplicaIdentity

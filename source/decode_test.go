@@ -71,7 +71,15 @@ func knownSchema() batch.Schema {
 }
 
 // run decodes msgs and returns the events.
+// run decodes msgs and returns the events, RelationEvents left out (relationEvents keeps them).
 func run(t *testing.T, d *decoder, msgs ...pglogrepl.Message) ([]Event, error) {
+	t.Helper()
+	evs, err := relationEvents(t, d, msgs...)
+	return slices.DeleteFunc(evs, func(ev Event) bool { _, rel := ev.(*RelationEvent); return rel }), err
+}
+
+// relationEvents decodes msgs and returns every event.
+func relationEvents(t *testing.T, d *decoder, msgs ...pglogrepl.Message) ([]Event, error) {
 	t.Helper()
 	var evs []Event
 	for _, m := range msgs {
@@ -426,5 +434,33 @@ func TestDecodeColumnRenames(t *testing.T) {
 				t.Errorf("the first column lost its key flag: %+v", se.New.Columns[0])
 			}
 		})
+	}
+}
+
+// TestDecodeRelationEvents: every RELATION of a known table is reported with its relation ID (a
+// re-created table of the same name shows a new one), also when its columns did not change; a
+// table the stream does not know is not.
+func TestDecodeRelationEvents(t *testing.T) {
+	d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+	begin := &pglogrepl.BeginMessage{FinalLSN: 1000, CommitTime: time.Unix(100, 0), Xid: 7}
+	commit := &pglogrepl.CommitMessage{CommitLSN: 1000, TransactionEndLSN: 1050, CommitTime: time.Unix(100, 0)}
+	cols := []pglogrepl.RelationMessageColumn{col("id", 23, true), col("doc", 25, false)}
+	other := relMsg(8, 'd', cols...)
+	other.RelationName = "other"
+	evs, err := relationEvents(t, d, begin, relMsg(1, 'd', cols...), relMsg(1, 'd', cols...), relMsg(7, 'd', cols...), other, commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint32
+	for _, ev := range evs {
+		if re, ok := ev.(*RelationEvent); ok {
+			if re.Table != testTable {
+				t.Errorf("RelationEvent of %s, want only %s", re.Table, testTable)
+			}
+			ids = append(ids, re.RelationID)
+		}
+	}
+	if !slices.Equal(ids, []uint32{1, 1, 7}) {
+		t.Errorf("relation IDs reported %v, want [1 1 7]", ids)
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Event is one thing the stream hands to its caller: *BeginEvent, *ChangeEvent,
-// *TruncateEvent, *SchemaEvent, *CommitEvent or *ProgressEvent.
+// *TruncateEvent, *RelationEvent, *SchemaEvent, *CommitEvent or *ProgressEvent.
 type Event interface{ event() }
 
 // BeginEvent starts a transaction. Every change until the CommitEvent shares its commit LSN.
@@ -31,6 +31,19 @@ type TruncateEvent struct {
 	CommitTS        time.Time
 	Cascade         bool
 	RestartIdentity bool
+}
+
+// RelationEvent reports every RELATION message of a table the stream knows (one of its schemas,
+// or one a SchemaEvent announced), before the SchemaEvent it may lead to. pgoutput sends one
+// before a table's first change on a connection and again after the table's catalog entry was
+// invalidated (any ALTER TABLE, a rewrite, a re-created table of the same name): it is the
+// stream's cue to check what the WAL cannot show. RelationID is the relation's OID as of the WAL
+// being decoded; Pos is the position of the last event before it (it takes no sequence number of
+// its own, so the positions of the changes do not depend on when pgoutput chose to send it).
+type RelationEvent struct {
+	Table      batch.TableName
+	RelationID uint32
+	Pos        batch.Position
 }
 
 // SchemaEvent reports that the columns of a table as pgoutput describes them differ from the
@@ -81,6 +94,7 @@ type ProgressEvent struct {
 func (*BeginEvent) event()    {}
 func (*ChangeEvent) event()   {}
 func (*TruncateEvent) event() {}
+func (*RelationEvent) event() {}
 func (*SchemaEvent) event()   {}
 func (*CommitEvent) event()   {}
 func (*ProgressEvent) event() {}
