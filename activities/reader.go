@@ -108,6 +108,10 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 		return ReadStreamResult{}, err
 	}
 	tables := tableSignals{starter: a.Tables, tables: make(map[batch.TableName]TableConfig, len(in.Tables))}
+	onRecreate := make(map[batch.TableName]string, len(cfg.Tables))
+	for _, t := range cfg.Tables {
+		onRecreate[t.Table] = t.OnRecreate
+	}
 	schemas := make([]batch.Schema, 0, len(in.Tables))
 	for _, t := range in.Tables {
 		tables.tables[t.Table()] = t
@@ -122,13 +126,21 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 		RunFor:      in.RunFor,
 		ListEvery:   a.ListEvery,
 		Compression: a.Compression,
+		Publication: cfg.Publication,
+		OnRecreate:  onRecreate,
 	}, reader.Deps{
 		Store: a.Staging,
 		Marks: a.Staging,
 		// The schema each table followed, so a change made while stopped is seen.
 		SchemaRecords: a.Staging,
-		Tables:        tables,
-		Metrics:       a.Metrics,
+		// The identity each table's sink corresponds to, so a table dropped and re-created, or
+		// a publication edited by hand, is seen.
+		Identities: a.Staging,
+		Republish: func(ctx context.Context) ([]batch.TableName, error) {
+			return source.Republish(ctx, cfg, logOrDiscard(a.Logger).With(logkey.Pipeline, in.Pipeline))
+		},
+		Tables:  tables,
+		Metrics: a.Metrics,
 		OpenFetcher: func(ctx context.Context) (reader.Fetcher, error) {
 			f, err := source.OpenFetcher(ctx, cfg)
 			if err != nil {

@@ -281,6 +281,11 @@ type Table struct {
 	// show (a partition attached with rows, detached, dropped or truncated): resync (the
 	// default) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
+	// OnRecreate is how the table reacts when the reader finds it is no longer the table the
+	// sink's content corresponds to (dropped and re-created: a new relation OID) or that the
+	// publication stopped carrying some of its changes for a while (it left the publication, or
+	// the publish flags changed): stop (the default) or resync.
+	OnRecreate string `json:"on_recreate,omitempty"`
 	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
 	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }

@@ -39,9 +39,15 @@ func (v *validator) tables(c *Config) {
 		if t.OnPartitionChange != "" && !slices.Contains(partitionPolicies, t.OnPartitionChange) {
 			v.ps.add(p+".on_partition_change", "%q is not a reaction; use one of %s", t.OnPartitionChange, strings.Join(partitionPolicies, ", "))
 		}
+		if t.OnRecreate != "" && !slices.Contains(recreatePolicies, t.OnRecreate) {
+			v.ps.add(p+".on_recreate", "%q is not a reaction; use one of %s", t.OnRecreate, strings.Join(recreatePolicies, ", "))
+		}
 		v.tableIceberg(p+".iceberg", t, c.Sink.Type)
 	}
 }
+
+// recreatePolicies are the values of tables[].on_recreate (reader.OnRecreate).
+var recreatePolicies = []string{"stop", "resync"}
 
 // partitionPolicies are the values of tables[].on_partition_change (partitions.Policy).
 var partitionPolicies = []string{"resync", "stop"}

@@ -116,6 +116,10 @@ func resyncOnly(errType string) (why string, ok bool) {
 		return "a rename or a retype rewrote the existing rows without writing them to the WAL", true
 	case failure.PartitionChanged:
 		return "a partition attached holding rows, or detached, dropped or truncated, changed rows the stream never carried", true
+	case failure.TableRecreated:
+		return "the table was dropped and re-created: the new table's rows never streamed", true
+	case failure.PublicationChanged:
+		return "the publication did not carry some of the table's changes for a while, and those changes never streamed", true
 	}
 	return "", false
 }

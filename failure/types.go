@@ -59,4 +59,13 @@ const (
 	// IdentityChanged: a table's replica identity no longer carries its key. Unlike
 	// SchemaChanged, the rows are still exact: the remedy is to set the identity back and resume.
 	IdentityChanged = "ReplicaIdentityChanged"
+	// TableRecreated: a table's relation OID is not the one the sink's content corresponds to:
+	// it was dropped and created again under the same name (or dropped). The new table's rows
+	// never streamed: the remedy is a resync (tables[].on_recreate: resync does it by itself).
+	TableRecreated = "TableRecreated"
+	// PublicationChanged: the pipeline's publication stopped carrying some of a table's changes
+	// for a while: the table left the publication (ALTER PUBLICATION ... DROP TABLE) and came
+	// back, or the publication was altered (publish flags, publish_via_partition_root). What
+	// changed meanwhile never streamed: the remedy is a resync (tables[].on_recreate: resync).
+	PublicationChanged = "PublicationChanged"
 )

@@ -52,6 +52,9 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 		if err := r.checkPartitions(ctx, now); err != nil {
 			return err
 		}
+		if err := r.checkIdentityDue(ctx, now); err != nil {
+			return err
+		}
 		if e.CaughtUp && !r.caughtUp {
 			r.caughtUp = true
 			return r.flushCaughtUp(ctx)

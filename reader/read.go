@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +49,10 @@ type Config struct {
 	ListEvery time.Duration
 	// Compression of the staged batch files; empty means batch.DefaultCompression (LZ4).
 	Compression batch.Compression
+	// Publication is the pipeline's publication, whose marker the identity check records.
+	Publication string
+	// OnRecreate is each table's tables[].on_recreate (RecreateStop when missing).
+	OnRecreate map[batch.TableName]string
 }
 
 // Stream is the replication stream of the pipeline's slot (a *source.Stream).
@@ -117,6 +123,13 @@ type Deps struct {
 	// SchemaRecords, when set, keeps the schema the reader last followed per table
 	// (recordedSchemas); nil starts every run from the catalog's schemas.
 	SchemaRecords staging.State
+	// Identities, when set, keeps the identity each table's sink corresponds to (its relation
+	// OID, its publication membership, the publication's flags), checked at the run's start, at
+	// every RELATION of the table and every ListEvery (see checkIdentity); nil checks nothing.
+	Identities staging.State
+	// Republish, when set, adds the configured tables that left the publication back to it (as
+	// the pipeline's setup does) and returns those it added.
+	Republish func(ctx context.Context) ([]batch.TableName, error)
 }
 
 // Result reports one run.
@@ -185,6 +198,10 @@ type run struct {
 	stopping          map[batch.TableName]string
 	// records are the schemas recorded per table (recordedSchemas), nil without SchemaRecords.
 	records map[batch.TableName]schemaRecord
+	// identities are the identities recorded per table (identityRecord), and identityChecked
+	// when the periodic check last ran.
+	identities      map[batch.TableName]identityRecord
+	identityChecked time.Time
 }
 
 // table is one table's buffer, collapser and record builder.
@@ -275,6 +292,15 @@ func (r *run) close(ctx context.Context) {
 func (r *run) run(ctx context.Context) (Result, error) {
 	if err := r.listStaged(ctx); err != nil {
 		return r.result, fmt.Errorf("listing staged batches of pipeline %s: %w", r.cfg.Pipeline, err)
+	}
+	if r.deps.Identities != nil {
+		if err := r.loadIdentities(ctx); err != nil {
+			return r.result, err
+		}
+		if err := r.checkIdentity(ctx, "at the reader's start", slices.Collect(maps.Keys(r.tables))); err != nil {
+			return r.result, err
+		}
+		r.identityChecked = r.now()
 	}
 	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Safe: r.held.safe, Logger: r.log,
 		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld, Confirms: r.confirms()})

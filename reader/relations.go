@@ -12,6 +12,5 @@ import (
 // before anything after the RELATION is staged (and so before the slot can be confirmed past
 // it).
 func (r *run) relationSeen(ctx context.Context, e *source.RelationEvent) error {
-	_, _ = ctx, e
-	return nil
+	return r.relationIdentity(ctx, e)
 }

@@ -32,6 +32,9 @@ type TableConfig struct {
 	// OnPartitionChange is how a partitioned table reacts to partition changes the WAL cannot
 	// show (package partitions): resync (also when empty) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
+	// OnRecreate is how the table reacts to a new relation OID or a publication gap (the
+	// reader's identity check): stop (also when empty) or resync.
+	OnRecreate string `json:"on_recreate,omitempty"`
 }
 
 // filtered reports whether t replicates only some columns or rows.

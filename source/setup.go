@@ -74,7 +74,7 @@ func Setup(ctx context.Context, cfg Config, log *slog.Logger) (Info, error) {
 	if len(problems) > 0 {
 		return Info{}, failure.Permanent(&PreflightError{Problems: problems})
 	}
-	if err := ensurePublication(ctx, conn, cfg, log); err != nil {
+	if _, err := ensurePublication(ctx, conn, cfg, log); err != nil {
 		return Info{}, err
 	}
 	info := Info{}
@@ -135,41 +135,52 @@ func identify(ctx context.Context, rconn *pgconn.PgConn, slot string) (batch.Sou
 
 // ensurePublication creates the publication FOR TABLE the configured tables (each with the
 // column list and row filter its config asks for, partitioned tables published through their
-// root), or adds the tables it lacks.
-func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slog.Logger) error {
+// root), or adds the tables it lacks, and returns the tables it added to an existing
+// publication. Such a table was just added to the config, or it left the publication (dropped
+// and re-created, or ALTER PUBLICATION ... DROP TABLE by hand): adding it back resumes its
+// stream, and a warning names it, since the changes it made while out were never published (the
+// reader's identity check stops or resyncs such a table: tables[].on_recreate).
+func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slog.Logger) ([]batch.TableName, error) {
 	pub, err := readPublication(ctx, conn, cfg.Publication)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if pub.AllTables {
-		return nil
+		return nil, nil
 	}
-	var clauses, added []string
+	var (
+		clauses []string
+		added   []batch.TableName
+	)
 	for _, t := range cfg.Tables {
 		if _, ok := pub.Tables[t.Table.String()]; ok {
 			continue
 		}
 		ti, err := readTable(ctx, conn, t.Table)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		clauses = append(clauses, pubTable(ti, t))
-		added = append(added, t.Table.String())
+		added = append(added, t.Table)
 	}
 	if !pub.Exists {
 		sql := fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish = 'insert, update, delete, truncate', publish_via_partition_root = true)",
 			quoteIdent(cfg.Publication), strings.Join(clauses, ", "))
 		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
+			return nil, fmt.Errorf("creating publication %s: %w", cfg.Publication, err)
 		}
 		log.Info("created publication", slog.String(logPublication, cfg.Publication), slog.Int(logkey.Tables, len(clauses)))
-		return nil
+		return nil, nil
 	}
 	if len(clauses) == 0 {
-		return nil
+		return nil, nil
 	}
 	// The tables join in one transaction with the record of where they joined (recordJoined): a
 	// table added back after `sluice remove` must not resume from its old position.
+	names := make([]string, len(added))
+	for i, t := range added {
+		names[i] = t.String()
+	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		var at string
 		if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_current_wal_lsn()::text`).Scan(&at); err != nil {
@@ -185,15 +196,18 @@ func ensurePublication(ctx context.Context, conn *pgx.Conn, cfg Config, log *slo
 				return fmt.Errorf("adding table %s to publication %s: %w", c, cfg.Publication, err)
 			}
 		}
-		return recordJoined(ctx, tx, cfg.Publication, added, lsn)
+		return recordJoined(ctx, tx, cfg.Publication, names, lsn)
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, c := range clauses {
-		log.Info("added table to publication", slog.String(logPublication, cfg.Publication), slog.String(logTable, c))
+	for _, t := range added {
+		log.Warn("added a configured table to the publication: a table just added to tables[] joins it so; one already in the pipeline "+
+			"had left it (dropped and re-created, or ALTER PUBLICATION ... DROP TABLE), its changes meanwhile were never published, "+
+			"and the reader's identity check stops or resyncs it (tables[].on_recreate)",
+			slog.String(logPublication, cfg.Publication), slog.String(logTable, t.String()))
 	}
-	return nil
+	return added, nil
 }
 
 // ensureSlot creates the pipeline's logical slot with pgoutput when it does not exist, and
