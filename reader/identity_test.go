@@ -46,10 +46,10 @@ func TestIdentityChange(t *testing.T) {
 		{name: "a FOR ALL TABLES member stays", rec: with(func(r *identityRecord) { r.Member = source.MemberAllTables }),
 			now: source.TableMark{RelID: 100, Member: source.MemberAllTables}, pub: full},
 		{name: "flags off now", rec: rec, now: source.TableMark{RelID: 100, Member: "rel 1"},
-			pub: source.PublicationMark{Exists: true, Xmin: 701, ViaRoot: true, Unpublished: []string{"delete", "truncate"}},
+			pub:      source.PublicationMark{Exists: true, Xmin: 701, ViaRoot: true, Unpublished: []string{"delete", "truncate"}},
 			wantType: failure.PublicationChanged, want: []string{"publication p does not publish delete, truncate"}},
 		{name: "flags off and on between two checks", rec: rec, now: source.TableMark{RelID: 100, Member: "rel 1"},
-			pub: source.PublicationMark{Exists: true, Xmin: 702, ViaRoot: true},
+			pub:      source.PublicationMark{Exists: true, Xmin: 702, ViaRoot: true},
 			wantType: failure.PublicationChanged, want: []string{"publication p was altered", "xmin 700 → 702", "publish flags may have been off"}},
 		{name: "flags seen off, back on", rec: with(func(r *identityRecord) {
 			r.Publication = source.PublicationMark{Exists: true, Xmin: 701, ViaRoot: true, Unpublished: []string{"delete"}}
@@ -108,7 +108,9 @@ type stopTables struct {
 	reactions []string // "stop <type>: <msg>" or "resync"
 }
 
-func (s *stopTables) SignalBatches(context.Context, batch.Schema, []staging.BatchRef) error { return nil }
+func (s *stopTables) SignalBatches(context.Context, batch.Schema, []staging.BatchRef) error {
+	return nil
+}
 func (s *stopTables) Resync(context.Context, batch.Schema) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
