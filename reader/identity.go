@@ -58,11 +58,11 @@ func identityRecordName(table batch.TableName) string { return "identity " + tab
 func identityChange(table batch.TableName, publication string, rec identityRecord, now source.TableMark, pub source.PublicationMark) (errType, what string) {
 	switch {
 	case now.RelID == 0:
-		return failure.TableRecreated, fmt.Sprintf("table %s was dropped (relation OID %d no longer exists)", table, rec.RelID)
+		return failure.TableRecreated, fmt.Sprintf("dropped (relation OID %d no longer exists)", rec.RelID)
 	case now.RelID != rec.RelID:
-		recreated := fmt.Sprintf("table %s was dropped and re-created (relation OID %d → %d)", table, rec.RelID, now.RelID)
+		recreated := fmt.Sprintf("dropped and re-created (relation OID %d → %d)", rec.RelID, now.RelID)
 		if now.Member == "" {
-			recreated += fmt.Sprintf("; the new table is not in publication %s", publication)
+			recreated += fmt.Sprintf("; the new table was not in publication %s", publication)
 		}
 		return failure.TableRecreated, recreated
 	}
@@ -71,10 +71,10 @@ func identityChange(table batch.TableName, publication string, rec identityRecor
 	case !pub.Exists:
 		changes = append(changes, fmt.Sprintf("publication %s no longer exists", publication))
 	case rec.Member != "" && now.Member == "":
-		changes = append(changes, fmt.Sprintf("table %s left publication %s (ALTER PUBLICATION ... DROP TABLE): its changes are not published", table, publication))
+		changes = append(changes, fmt.Sprintf("left publication %s (ALTER PUBLICATION ... DROP TABLE): its changes are not published", publication))
 	case now.Member != rec.Member:
-		changes = append(changes, fmt.Sprintf("table %s left publication %s and joined it again (membership %s → %s): its changes in between were not published",
-			table, publication, orNone(rec.Member), orNone(now.Member)))
+		changes = append(changes, fmt.Sprintf("left publication %s and joined it again (membership %s → %s): its changes in between were not published",
+			publication, orNone(rec.Member), orNone(now.Member)))
 	}
 	if pub.Exists {
 		changes = append(changes, publicationChange(publication, rec.Publication, pub)...)
@@ -122,7 +122,7 @@ func identityStopMessage(table batch.TableName, what, where string, dropped bool
 		return fmt.Sprintf("table %s: %s, seen %s: the table is stopped. Create it again and resync it: sluice resync --table %s "+
 			"(or remove it from tables[] and forget it: sluice remove --table %s)", table, what, where, table, table)
 	}
-	return fmt.Sprintf("table %s: %s, seen %s; the sink's content no longer corresponds to the source table, and changes made "+
+	return fmt.Sprintf("table %s: %s, seen %s. The sink's content no longer corresponds to the source table, and changes made "+
 		"meanwhile never streamed: the table is stopped. Remedy: sluice resync --table %s rebuilds its target from a new snapshot "+
 		"(or set tables[].on_recreate: resync to do that by itself)", table, what, where, table)
 }
@@ -187,6 +187,7 @@ func (r *run) checkIdentity(ctx context.Context, where string, tables []batch.Ta
 		return nil
 	}
 	since := batch.Position{LSN: id.At}
+	where = fmt.Sprintf("%s (WAL position %s)", where, since)
 	for _, name := range tables {
 		now, ok := id.Tables[name]
 		t, known := r.tables[name]
@@ -207,7 +208,7 @@ func (r *run) checkIdentity(ctx context.Context, where string, tables []batch.Ta
 		}
 		if now.RelID != 0 && now.Member == "" {
 			if fresh.Member, err = r.republish(ctx, name); err == nil && fresh.Member != "" {
-				what += fmt.Sprintf("; the reader added it back to publication %s", r.cfg.Publication)
+				what += " (the reader added it back)"
 			}
 		}
 		if err := r.reactToIdentity(ctx, t, errType, what, where, now.RelID == 0); err != nil {
@@ -256,7 +257,7 @@ func (r *run) relationIdentity(ctx context.Context, e *source.RelationEvent) err
 		// catalog may still say what the WAL cannot (the publication's flags, its membership).
 		return r.checkIdentity(ctx, where, []batch.TableName{e.Table})
 	}
-	what := fmt.Sprintf("table %s was dropped and re-created (relation OID %d → %d)", e.Table, rec.RelID, e.RelationID)
+	what := fmt.Sprintf("dropped and re-created (relation OID %d → %d)", rec.RelID, e.RelationID)
 	if err := r.reactToIdentity(ctx, t, failure.TableRecreated, what, where, false); err != nil {
 		return err
 	}

@@ -32,13 +32,13 @@ func TestIdentityChange(t *testing.T) {
 	}{
 		{name: "unchanged", rec: rec, now: source.TableMark{RelID: 100, Member: "rel 1"}, pub: full},
 		{name: "re-created, back in the publication", rec: rec, now: source.TableMark{RelID: 200, Member: "rel 2"}, pub: full,
-			wantType: failure.TableRecreated, want: []string{"table public.items was dropped and re-created (relation OID 100 → 200)"}},
+			wantType: failure.TableRecreated, want: []string{"dropped and re-created (relation OID 100 → 200)"}},
 		{name: "re-created, out of the publication", rec: rec, now: source.TableMark{RelID: 200}, pub: full,
-			wantType: failure.TableRecreated, want: []string{"relation OID 100 → 200", "the new table is not in publication p"}},
+			wantType: failure.TableRecreated, want: []string{"relation OID 100 → 200", "the new table was not in publication p"}},
 		{name: "dropped", rec: rec, now: source.TableMark{}, pub: full,
-			wantType: failure.TableRecreated, want: []string{"table public.items was dropped (relation OID 100 no longer exists)"}},
+			wantType: failure.TableRecreated, want: []string{"dropped (relation OID 100 no longer exists)"}},
 		{name: "left the publication", rec: rec, now: source.TableMark{RelID: 100}, pub: full,
-			wantType: failure.PublicationChanged, want: []string{"table public.items left publication p"}},
+			wantType: failure.PublicationChanged, want: []string{"left publication p"}},
 		{name: "left and joined again", rec: rec, now: source.TableMark{RelID: 100, Member: "rel 9"}, pub: full,
 			wantType: failure.PublicationChanged, want: []string{"left publication p and joined it again (membership rel 1 → rel 9)"}},
 		{name: "joined while recorded out", rec: with(func(r *identityRecord) { r.Member = "" }), now: source.TableMark{RelID: 100, Member: "rel 9"}, pub: full,
@@ -218,7 +218,7 @@ func TestIdentityReactsOnceAndSkipsReplayedRelations(t *testing.T) {
 
 			f.set(2000, full, source.TableMark{RelID: 200}) // dropped and re-created: out of the publication
 			periodic()
-			expect("re-created", react(failure.TableRecreated, "relation OID 100 → 200", "added it back to publication pub",
+			expect("re-created", react(failure.TableRecreated, "relation OID 100 → 200", "(the reader added it back)",
 				"sluice resync --table public.items", "by the periodic catalog check"))
 			if republished != 1 {
 				t.Errorf("the table out of the publication was added back %d times, want once", republished)
