@@ -187,7 +187,7 @@ func (r *run) checkIdentity(ctx context.Context, where string, tables []batch.Ta
 		return nil
 	}
 	since := batch.Position{LSN: id.At}
-	where = fmt.Sprintf("%s (WAL position %s)", where, since)
+	where = fmt.Sprintf("%s (catalog read at WAL position %s)", where, since)
 	for _, name := range tables {
 		now, ok := id.Tables[name]
 		t, known := r.tables[name]

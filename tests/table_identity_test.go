@@ -95,7 +95,7 @@ func TestTableIdentityEverySink(t *testing.T) {
 }
 
 // checkIdentityStop waits for public.items to stop with errType and checks that the error names
-// the table, the change (says) and the remedy.
+// the table, the change (says) and the remedy, and that `sluice status` shows the stop.
 func checkIdentityStop(t *testing.T, s *sinkTarget, errType string, says ...string) {
 	t.Helper()
 	appErr := s.p.waitTableFailed(itemsTable)
@@ -103,6 +103,10 @@ func checkIdentityStop(t *testing.T, s *sinkTarget, errType string, says ...stri
 		t.Fatalf("the table failed with %s (%v), want %s", appErr.Type(), appErr, errType)
 	}
 	t.Logf("the table stopped: %v", appErr)
+	status, err := s.p.sluiceFails("status") // a failed table: status exits non-zero
+	if line := strings.ToLower(statusLine(status, "public.items")); err == nil || !strings.Contains(line, "failed") || !strings.Contains(line, strings.ToLower(errType)) {
+		t.Errorf("sluice status (err %v) does not show public.items failed with %s: %q\n%s", err, errType, line, status)
+	}
 	for _, want := range append([]string{"table public.items", "sluice resync --table public.items"}, says...) {
 		if !strings.Contains(appErr.Error(), want) {
 			t.Errorf("the stop does not say %q: %v", want, appErr)
