@@ -246,6 +246,13 @@ func TestIdentityReactsOnceAndSkipsReplayedRelations(t *testing.T) {
 			expect("publish flags toggled", react(failure.PublicationChanged, "publication pub was altered"))
 			periodic()
 			expect("the same toggle, checked again")
+
+			f.set(3200, source.PublicationMark{Exists: true, Xmin: 703, ViaRoot: true}, source.TableMark{}) // dropped, not created again
+			periodic()
+			expect("dropped", "stop "+failure.TableRecreated+"|dropped (relation OID 300 no longer exists)|Create it again and resync it: sluice resync --table public.items")
+			if republished != 1 {
+				t.Errorf("a dropped table was added back to the publication: %d calls", republished)
+			}
 			r.close(ctx)
 		})
 	}
