@@ -42,7 +42,7 @@ func SourceInput(cfg *config.Config) workflows.SourceInput {
 func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
 	name, _ := t.SourceName()
 	spec := sinks.TableSpec{Target: t.Target, Schema: batch.Schema{Table: name}, Metadata: slices.Clone(t.Metadata)}
-	return activities.TableConfig{Pipeline: cfg.Pipeline, Spec: spec, Sink: SinkRef(cfg), Key: t.Key}
+	return activities.TableConfig{Pipeline: cfg.Pipeline, Spec: spec, Sink: SinkRef(cfg), Key: t.KeyColumns()}
 }
 
 // SinkRef names the pipeline's sink in workflow inputs: its type.
@@ -89,14 +89,15 @@ func SourceConfigs(cfg *config.Config) activities.SourceConfigs {
 	}
 }
 
-// SourceTables are cfg's tables as the source sees them: name, key, column list and row filter.
+// SourceTables are cfg's tables as the source sees them: name, key, column list and row filter,
+// every column named as Postgres stores it (tables[].key is SQL syntax: unquoted names fold).
 func SourceTables(cfg *config.Config) []source.TableConfig {
 	out := make([]source.TableConfig, 0, len(cfg.Tables))
 	for _, t := range cfg.Tables {
 		name, _ := t.SourceName()
-		out = append(out, source.TableConfig{Table: name, Key: t.Key,
+		out = append(out, source.TableConfig{Table: name, Key: t.KeyColumns(),
 			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where,
-			OnPartitionChange: t.OnPartitionChange})
+			OnPartitionChange: t.OnPartitionChange, OnDropColumn: t.OnDropColumn})
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -165,19 +166,29 @@ func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) 
 	if what := unfollowable(e); what != "" {
 		return r.stopForSchema(ctx, t, e, what)
 	}
-	// A column added with a default holds it in every existing row, but Postgres writes none of
-	// those rows to the WAL: following the stream alone would leave NULL there in the sink for
-	// every row not changed since. Only a new snapshot reads them, as after a TRUNCATE.
+	// A column added with a default (or as an identity, or generated) holds a value in every
+	// existing row, but Postgres writes none of those rows to the WAL: following the stream alone
+	// would leave NULL there in the sink for every row not changed since. Only a new snapshot
+	// reads them, as after a TRUNCATE.
 	defaulted, err := r.fetcher.ColumnsWithDefaults(ctx, e.Table, e.Added)
 	if err != nil {
 		return fmt.Errorf("table %s: checking the columns added at %s for defaults: %w", e.Table, e.Pos, err)
 	}
+	var why []string
 	if len(defaulted) > 0 {
-		r.log.Warn("columns added with a default: resyncing the table from a new snapshot, since their values in existing rows never stream",
+		r.log.Warn("columns added with a value for existing rows (a default, an identity, a generated column): resyncing the table "+
+			"from a new snapshot, since their values in existing rows never stream",
 			logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(), logkey.Columns, defaulted)
-		if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
-			return fmt.Errorf("asking table %s to resync after columns %v were added with a default at %s: %w", e.Table, defaulted, e.Pos, err)
-		}
+		why = append(why, fmt.Sprintf("columns %v were added with a value for existing rows", defaulted))
+	}
+	if dropped := r.droppedResync(e); dropped != "" {
+		why = append(why, dropped)
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
+		return fmt.Errorf("asking table %s to resync after %s at %s: %w", e.Table, strings.Join(why, " and "), e.Pos, err)
 	}
 	return nil
 }

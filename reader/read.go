@@ -47,6 +47,9 @@ type Config struct {
 	ListEvery time.Duration
 	// Compression of the staged batch files; empty means batch.DefaultCompression (LZ4).
 	Compression batch.Compression
+	// OnDropColumn is each table's tables[].on_drop_column: "keep" follows a DROP COLUMN from
+	// the stream; anything else (a table not in it too) resyncs the table (droppedResync).
+	OnDropColumn map[batch.TableName]string
 }
 
 // Stream is the replication stream of the pipeline's slot (a *source.Stream).

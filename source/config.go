@@ -32,6 +32,9 @@ type TableConfig struct {
 	// OnPartitionChange is how a partitioned table reacts to partition changes the WAL cannot
 	// show (package partitions): resync (also when empty) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
+	// OnDropColumn is what the reader does when a column of the table is dropped: resync (also
+	// when empty) or keep (follow the stream; rows not changed since keep their last value).
+	OnDropColumn string `json:"on_drop_column,omitempty"`
 }
 
 // filtered reports whether t replicates only some columns or rows.
