@@ -306,7 +306,7 @@ func TestReadStagesBatchesAndConfirmsOnlyWhatNoTableHolds(t *testing.T) {
 			defaults: []string{"flag"},
 			steps: []runStep{
 				{ev: &source.SchemaEvent{Table: tableName("orders"), Pos: pos(11), Old: ptr(testSchema("orders")),
-					New: batch.Schema{Table: tableName("orders"), Columns: append(idOnly("orders").Columns, batch.Column{Name: "flag", TypeOID: 23, TypeName: "integer"})},
+					New:     batch.Schema{Table: tableName("orders"), Columns: append(idOnly("orders").Columns, batch.Column{Name: "flag", TypeOID: 23, TypeName: "integer"})},
 					Dropped: []string{"note"}, Added: []string{"flag"}}},
 			},
 			wantLog:  []string{"resync orders (2 columns)"},

@@ -150,10 +150,10 @@ type tableInfo struct {
 	PK       []string
 	IdentIdx []string // the columns of the replica identity index when Identity is i
 	// Unique are the unique indexes that make rows unique by their columns (uniqueIndexes).
-	Unique []uniqueIndex
-	Tuples   float64  // pg_class.reltuples: an estimate, -1 when never analyzed
-	CanRead  bool     // SELECT privilege
-	IsOwner  bool     // the current role is (a member of) the owner
+	Unique  []uniqueIndex
+	Tuples  float64 // pg_class.reltuples: an estimate, -1 when never analyzed
+	CanRead bool    // SELECT privilege
+	IsOwner bool    // the current role is (a member of) the owner
 	// Ancestors are the partitioned tables t is a partition of, nearest first; PartKey is the
 	// partition key's columns of a partitioned table ("" for an expression). See partition.go.
 	Ancestors []batch.TableName
