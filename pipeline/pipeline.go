@@ -158,8 +158,22 @@ func IcebergTables(cfg *config.Config) map[string]iceberg.TableLayout {
 
 // CheckTable is the destination's check of a table's layout for `sluice check`
 // (source.Config.CheckTable): an Iceberg target's partition_by and sort_by against the schema
-// read from the source. Nil for sinks that have nothing to check.
-func CheckTable(cfg *config.Config) func(batch.Schema) error {
+// read from the source; a ClickHouse target's columns and key on the layout new targets get
+// (clickhouseModern: the server's, see ClickHouseModern), which for the compatible layout
+// refuses a timestamp key. Nil for sinks that have nothing to check.
+func CheckTable(cfg *config.Config, clickhouseModern bool) func(batch.Schema) error {
+	if cfg.Sink.Type == config.SinkClickHouse && cfg.Sink.ClickHouse != nil {
+		return func(s batch.Schema) error {
+			for _, t := range cfg.Tables {
+				if name, _ := t.SourceName(); name == s.Table {
+					spec := TableConfig(cfg, t).Spec
+					spec.Schema = s
+					return clickhouse.CheckLayout(spec, cfg.Sink.ClickHouse.Database, clickhouseModern)
+				}
+			}
+			return nil
+		}
+	}
 	if cfg.Sink.Type != config.SinkIceberg || cfg.Sink.Iceberg == nil {
 		return nil
 	}
@@ -178,6 +192,27 @@ func CheckTable(cfg *config.Config) func(batch.Schema) error {
 		}
 		return nil
 	}
+}
+
+// ClickHouseModern reports whether new targets of cfg's ClickHouse sink get the modern layout:
+// sink.clickhouse.schema when it names one, else the server's version decides (the sink is
+// opened to read it). known is false when the server cannot be reached; err says why.
+func ClickHouseModern(ctx context.Context, cfg *config.Config, log *slog.Logger) (modern, known bool, err error) {
+	ch := cfg.Sink.ClickHouse
+	switch {
+	case cfg.Sink.Type != config.SinkClickHouse || ch == nil:
+		return false, false, nil
+	case ch.Schema == config.SchemaModern:
+		return true, true, nil
+	case ch.Schema == config.SchemaCompatible:
+		return false, true, nil
+	}
+	s, err := clickhouse.New(ctx, *ch, log)
+	if err != nil {
+		return false, false, err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	return s.Modern(), true, nil
 }
 
 // Open opens the sink cfg configures, handing it its section of the config as it is.

@@ -197,17 +197,17 @@ func keyProblems(t tableInfo, configured []string) []Problem {
 	if len(ps) > 0 {
 		return ps
 	}
+	if p, ok := uniqueProblem(t, configured); !ok {
+		ps = append(ps, p)
+	}
 	var identity []string
 	switch t.Identity {
 	case "f":
-		return nil
+		return ps
 	case "i":
 		identity = t.IdentIdx
 	default:
 		identity = t.PK
-	}
-	if p, ok := uniqueProblem(t, configured); !ok {
-		ps = append(ps, p)
 	}
 	if !covers(identity, configured) {
 		what := "the primary key (" + strings.Join(identity, ", ") + ")"
