@@ -77,7 +77,20 @@ func (s *fakeStream) Confirmed() uint64                               { return s
 type fakeFetcher struct {
 	fill     func(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error)
 	defaults func(ctx context.Context, table batch.TableName, cols []string) ([]string, error)
+	attnums  func(ctx context.Context, s batch.Schema) (map[string]int16, error)
 	closed   bool
+}
+
+// Attnums numbers the columns of s from 1 unless the test says otherwise.
+func (f *fakeFetcher) Attnums(ctx context.Context, s batch.Schema) (map[string]int16, error) {
+	if f.attnums != nil {
+		return f.attnums(ctx, s)
+	}
+	out := map[string]int16{}
+	for i, c := range s.Columns {
+		out[c.Name] = int16(i + 1)
+	}
+	return out, nil
 }
 
 func (f *fakeFetcher) Fill(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error) {
