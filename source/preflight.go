@@ -98,7 +98,8 @@ func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
 		add(typeProblems(s, checkType)...)
 		if cfg.CheckTable != nil {
 			if err := cfg.CheckTable(s); err != nil {
-				add(Problem{Subject: "table " + s.Table.String(), Message: err.Error(), Fix: "change the table's destination settings in the config"})
+				subject := "table " + s.Table.String()
+				add(Problem{Subject: subject, Message: strings.TrimPrefix(err.Error(), subject+": "), Fix: "change the table's destination settings in the config"})
 			}
 		}
 	}
