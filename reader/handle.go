@@ -116,8 +116,9 @@ func (r *run) flush(ctx context.Context, t *table) error {
 
 // schemaChanged stages the table's buffered changes under the old schema, then follows the new
 // one. Added columns reach the sink, whose EnsureTable evolves the target when the table's
-// workflow commits the first batch that carries them. Columns added with a default resync the
-// table (their values in existing rows are not in the WAL).
+// workflow commits the first batch that carries them. Columns added with a value for existing
+// rows (a default, an identity, a generated column) resync the table (those values are not in
+// the WAL), and so do dropped columns unless tables[].on_drop_column is keep (droppedResync).
 //
 // A renamed table stops the reader: its changes would otherwise be skipped silently. The
 // operator updates tables[].source and restarts. A table of the publication that the run does
@@ -158,7 +159,8 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 }
 
 // actOnSchema does what schema event e of table t asks for: a stop (the replica identity, or a
-// change the stream cannot carry), a resync (columns added with a default), or nothing more.
+// change the stream cannot carry), one resync (columns added with a value for existing rows,
+// columns dropped), or nothing more.
 func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) error {
 	if e.Identity != "" {
 		return r.stopForIdentity(ctx, t, e)

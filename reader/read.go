@@ -142,8 +142,8 @@ type Result struct {
 // failure. It splits changes per table, cuts batches, stages each (the file first, then the
 // table's signal, so a table never holds a ref to nothing) and confirms the slot only up to what
 // no table still holds: buffered changes and staged batches that their table has not committed
-// and acknowledged. A TRUNCATE of a table, or columns added with a default, ask that table to
-// resync. On a failure the Result says what the run did until then.
+// and acknowledged. A TRUNCATE of a table, columns added with a default, or columns dropped ask
+// that table to resync. On a failure the Result says what the run did until then.
 func Read(ctx context.Context, cfg Config, deps Deps) (Result, error) {
 	f, err := deps.OpenFetcher(ctx)
 	if err != nil {
