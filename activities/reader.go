@@ -117,17 +117,22 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 		tables.tables[t.Table()] = t
 		schemas = append(schemas, t.Spec.Schema)
 	}
+	onDrop := map[batch.TableName]string{}
+	for _, t := range cfg.Tables {
+		onDrop[t.Table] = t.OnDropColumn
+	}
 	res, err := reader.Read(ctx, reader.Config{
-		Pipeline:    in.Pipeline,
-		Source:      in.Source,
-		SlotSince:   in.SlotSince,
-		Schemas:     schemas,
-		Limits:      batch.Limits{MaxRows: in.MaxRows, MaxBytes: int(in.MaxBytes), MaxWait: in.MaxWait},
-		RunFor:      in.RunFor,
-		ListEvery:   a.ListEvery,
-		Compression: a.Compression,
-		Publication: cfg.Publication,
-		OnRecreate:  onRecreate,
+		Pipeline:     in.Pipeline,
+		Source:       in.Source,
+		SlotSince:    in.SlotSince,
+		Schemas:      schemas,
+		Limits:       batch.Limits{MaxRows: in.MaxRows, MaxBytes: int(in.MaxBytes), MaxWait: in.MaxWait},
+		RunFor:       in.RunFor,
+		ListEvery:    a.ListEvery,
+		Compression:  a.Compression,
+		Publication:  cfg.Publication,
+		OnRecreate:   onRecreate,
+		OnDropColumn: onDrop,
 	}, reader.Deps{
 		Store: a.Staging,
 		Marks: a.Staging,

@@ -1,5 +1,7 @@
 package batch
 
+import "strings"
+
 // arrayElem is one element of a parsed array literal: buf[start:end] of the arrayParser, or NULL.
 type arrayElement struct {
 	start, end int
@@ -22,14 +24,21 @@ func isArraySpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
-// parse splits v into p.elems. A dimension decoration ([2:3]={...}, printed for lower bounds
-// other than 1) is accepted for one dimension; the lower bound is not kept. Nested braces
-// (multi-dimensional arrays) are a not-representable error.
+// lowerBoundHint says what to do with a one-dimensional array whose lower bound is not 1.
+const lowerBoundHint = "an arrow list numbers its elements from the start and cannot hold the array's lower bound, " +
+	"which would be lost; store the arrays from index 1 in the source (UPDATE ... SET c = c[array_lower(c, 1):array_upper(c, 1)] " +
+	"renumbers one from 1), or declare the column multi-dimensional (ALTER TABLE ... ALTER COLUMN ... TYPE int[][], no " +
+	"rewrite) so it is carried as the array's text with its bounds; then resync the table"
+
+// parse splits v into p.elems. A dimension decoration ([2:3]={...}, which Postgres prints for
+// lower bounds other than 1) is accepted for one dimension starting at 1 only: a list cannot
+// keep another lower bound, so that is a not-representable error rather than a silent loss, as
+// are nested braces (multi-dimensional arrays).
 func (p *arrayParser) parse(v []byte) error {
 	p.buf, p.elems = p.buf[:0], p.elems[:0]
 	i := skipSpace(v, 0)
 	if i < len(v) && v[i] == '[' {
-		dims := 0
+		dims, start := 0, i
 		for i < len(v) && v[i] == '[' {
 			for i < len(v) && v[i] != ']' {
 				i++
@@ -42,6 +51,11 @@ func (p *arrayParser) parse(v []byte) error {
 		}
 		if i >= len(v) || v[i] != '=' {
 			return malformed("invalid array dimension decoration")
+		}
+		if lower, ok := lowerBound(v[start:i]); !ok {
+			return malformed("invalid array dimension decoration")
+		} else if lower != "1" {
+			return notRepresentable(lowerBoundHint, "one-dimensional array with lower bound %s (%s)", lower, v[start:i])
 		}
 		i = skipSpace(v, i+1)
 	}
@@ -82,6 +96,24 @@ func (p *arrayParser) parse(v []byte) error {
 			return malformed("unexpected %q in array", v[i])
 		}
 	}
+}
+
+// lowerBound returns the lower bound of a one-dimension decoration "[lo:hi]", as written.
+func lowerBound(dec []byte) (string, bool) {
+	if len(dec) < 2 || dec[0] != '[' || dec[len(dec)-1] != ']' {
+		return "", false
+	}
+	lo, _, ok := strings.Cut(string(dec[1:len(dec)-1]), ":")
+	lo = strings.TrimSpace(lo)
+	if !ok || lo == "" {
+		return "", false
+	}
+	for i, c := range lo {
+		if (c < '0' || c > '9') && !(i == 0 && (c == '-' || c == '+')) {
+			return "", false
+		}
+	}
+	return lo, true
 }
 
 func skipSpace(v []byte, i int) int {

@@ -161,6 +161,13 @@ func TestConvertErrors(t *testing.T) {
 		{"null key", Column{Name: "id", TypeOID: oidInt8, Key: true}, null, ErrMalformedValue, []string{`"id"`, "NULL key"}},
 		{"multi-dimensional array", Column{Name: "m", TypeOID: 1007, TypeName: "integer[]"}, txt("{{1,2},{3,4}}"), ErrNotRepresentable, []string{`"m"`, "multi-dimensional", "TYPE int[][]"}},
 		{"multi-dimensional decoration", Column{Name: "m", TypeOID: 1007}, txt("[1:1][1:2]={{1,2}}"), ErrNotRepresentable, []string{"multi-dimensional"}},
+		// A list cannot keep another lower bound: never dropped silently.
+		{"array lower bound 0", Column{Name: "a", TypeOID: 1007, TypeName: "integer[]"}, txt("[0:2]={1,2,3}"), ErrNotRepresentable,
+			[]string{`"a"`, `"[0:2]={1,2,3}"`, "lower bound 0 ([0:2])", "array_lower(c, 1)", "TYPE int[][]", "resync"}},
+		{"array lower bound 2", Column{Name: "a", TypeOID: 1009}, txt("[2:3]={x,y}"), ErrNotRepresentable, []string{"lower bound 2"}},
+		{"array negative lower bound", Column{Name: "a", TypeOID: 1007}, txt("[-3:-2]={1,2}"), ErrNotRepresentable, []string{"lower bound -3"}},
+		{"array decoration without bounds", Column{Name: "a", TypeOID: 1007}, txt("[]={1,2}"), ErrMalformedValue, []string{"decoration"}},
+		{"array decoration not numeric", Column{Name: "a", TypeOID: 1007}, txt("[a:b]={1,2}"), ErrMalformedValue, []string{"decoration"}},
 		{"array NaN in decimal element", Column{Name: "a", TypeOID: 1231, TypeName: "numeric(5,1)[]", TypeMod: typmod(5, 1)}, txt("{1.5,NaN}"), ErrNotRepresentable, []string{"element 2", `"NaN"`}},
 		{"array unterminated", Column{Name: "a", TypeOID: 1009}, txt(`{"a`), ErrMalformedValue, []string{"unterminated"}},
 		{"array empty element", Column{Name: "a", TypeOID: 1007}, txt(`{1,,2}`), ErrMalformedValue, []string{"empty"}},

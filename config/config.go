@@ -194,6 +194,16 @@ const (
 	SchemaCompatible = "compatible"
 )
 
+// The reactions of tables[].on_drop_column to a source column dropped.
+const (
+	// DropColumnResync (the default) backfills the table again from a new snapshot: the sink
+	// keeps the dropped column, NULL in every row, and equals the source over the others.
+	DropColumnResync = "resync"
+	// DropColumnKeep follows the stream: rows written since have NULL in the dropped column,
+	// rows not changed since keep the last value they had there.
+	DropColumnKeep = "keep"
+)
+
 // The durability levels of sink.couchbase.durability. With DurabilityNone a failover of a node
 // can lose acknowledged documents while the checkpoint written after them survives: rows can be
 // lost. Use it only on a bucket without replicas that you can afford to resync.
@@ -286,6 +296,10 @@ type Table struct {
 	// publication stopped carrying some of its changes for a while (it left the publication, or
 	// the publish flags changed): stop (the default) or resync.
 	OnRecreate string `json:"on_recreate,omitempty"`
+	// OnDropColumn is what the table does when a source column is dropped (the sink keeps the
+	// column): resync (the default: the target is backfilled again, so the column is NULL in
+	// every row) or keep (the rows not changed since keep their last value there).
+	OnDropColumn string `json:"on_drop_column,omitempty"`
 	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
 	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }

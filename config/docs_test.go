@@ -148,6 +148,7 @@ func docSamples() map[string]any {
 		"tables[].where":                                  "status <> 'archived'",
 		"tables[].on_partition_change":                    "stop",
 		"tables[].on_recreate":                            "resync",
+		"tables[].on_drop_column":                         "keep",
 		"tables[].iceberg.partition_by":                   []any{"truncate(4, name)", "bucket(16, id)"},
 		"tables[].iceberg.sort_by":                        []any{"id desc"},
 		"tables[].iceberg.properties[].key":               "write.metadata.previous-versions-max",
@@ -408,6 +409,7 @@ func docDefaults(t *testing.T, doc string) map[string]any {
 var downstreamDefaults = map[string]bool{
 	"tables[].on_partition_change": true, // source.TableConfig.OnPartitionChange: empty resyncs
 	"tables[].on_recreate":         true, // source.TableConfig.OnRecreate: empty stops (reader.RecreateStop)
+	"tables[].on_drop_column":      true, // source.TableConfig.OnDropColumn: empty resyncs
 }
 
 // TestDocsDefaultsAreTheLoaders keeps the Default column of docs/config.md and the defaults the

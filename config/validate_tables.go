@@ -42,6 +42,9 @@ func (v *validator) tables(c *Config) {
 		if t.OnRecreate != "" && !slices.Contains(recreatePolicies, t.OnRecreate) {
 			v.ps.add(p+".on_recreate", "%q is not a reaction; use one of %s", t.OnRecreate, strings.Join(recreatePolicies, ", "))
 		}
+		if t.OnDropColumn != "" && !slices.Contains(dropColumnPolicies, t.OnDropColumn) {
+			v.ps.add(p+".on_drop_column", "%q is not a reaction; use one of %s", t.OnDropColumn, strings.Join(dropColumnPolicies, ", "))
+		}
 		v.tableIceberg(p+".iceberg", t, c.Sink.Type)
 	}
 }
@@ -51,6 +54,9 @@ var recreatePolicies = []string{"stop", "resync"}
 
 // partitionPolicies are the values of tables[].on_partition_change (partitions.Policy).
 var partitionPolicies = []string{"resync", "stop"}
+
+// dropColumnPolicies are the values of tables[].on_drop_column (source.TableConfig.OnDropColumn).
+var dropColumnPolicies = []string{DropColumnResync, DropColumnKeep}
 
 // filters checks a table's column list (columns or exclude_columns, not both) and row filter.
 // Whether the columns exist and the filter is valid is checked against the database.

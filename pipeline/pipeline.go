@@ -42,7 +42,7 @@ func SourceInput(cfg *config.Config) workflows.SourceInput {
 func TableConfig(cfg *config.Config, t config.Table) activities.TableConfig {
 	name, _ := t.SourceName()
 	spec := sinks.TableSpec{Target: t.Target, Schema: batch.Schema{Table: name}, Metadata: slices.Clone(t.Metadata)}
-	return activities.TableConfig{Pipeline: cfg.Pipeline, Spec: spec, Sink: SinkRef(cfg), Key: t.Key}
+	return activities.TableConfig{Pipeline: cfg.Pipeline, Spec: spec, Sink: SinkRef(cfg), Key: t.KeyColumns()}
 }
 
 // SinkRef names the pipeline's sink in workflow inputs: its type.
@@ -89,14 +89,15 @@ func SourceConfigs(cfg *config.Config) activities.SourceConfigs {
 	}
 }
 
-// SourceTables are cfg's tables as the source sees them: name, key, column list and row filter.
+// SourceTables are cfg's tables as the source sees them: name, key, column list and row filter,
+// every column named as Postgres stores it (tables[].key is SQL syntax: unquoted names fold).
 func SourceTables(cfg *config.Config) []source.TableConfig {
 	out := make([]source.TableConfig, 0, len(cfg.Tables))
 	for _, t := range cfg.Tables {
 		name, _ := t.SourceName()
-		out = append(out, source.TableConfig{Table: name, Key: t.Key,
+		out = append(out, source.TableConfig{Table: name, Key: t.KeyColumns(),
 			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where,
-			OnPartitionChange: t.OnPartitionChange, OnRecreate: t.OnRecreate})
+			OnPartitionChange: t.OnPartitionChange, OnRecreate: t.OnRecreate, OnDropColumn: t.OnDropColumn})
 	}
 	return out
 }
@@ -157,8 +158,22 @@ func IcebergTables(cfg *config.Config) map[string]iceberg.TableLayout {
 
 // CheckTable is the destination's check of a table's layout for `sluice check`
 // (source.Config.CheckTable): an Iceberg target's partition_by and sort_by against the schema
-// read from the source. Nil for sinks that have nothing to check.
-func CheckTable(cfg *config.Config) func(batch.Schema) error {
+// read from the source; a ClickHouse target's columns and key on the layout new targets get
+// (clickhouseModern: the server's, see ClickHouseModern), which for the compatible layout
+// refuses a timestamp key. Nil for sinks that have nothing to check.
+func CheckTable(cfg *config.Config, clickhouseModern bool) func(batch.Schema) error {
+	if cfg.Sink.Type == config.SinkClickHouse && cfg.Sink.ClickHouse != nil {
+		return func(s batch.Schema) error {
+			for _, t := range cfg.Tables {
+				if name, _ := t.SourceName(); name == s.Table {
+					spec := TableConfig(cfg, t).Spec
+					spec.Schema = s
+					return clickhouse.CheckLayout(spec, cfg.Sink.ClickHouse.Database, clickhouseModern)
+				}
+			}
+			return nil
+		}
+	}
 	if cfg.Sink.Type != config.SinkIceberg || cfg.Sink.Iceberg == nil {
 		return nil
 	}
@@ -177,6 +192,27 @@ func CheckTable(cfg *config.Config) func(batch.Schema) error {
 		}
 		return nil
 	}
+}
+
+// ClickHouseModern reports whether new targets of cfg's ClickHouse sink get the modern layout:
+// sink.clickhouse.schema when it names one, else the server's version decides (the sink is
+// opened to read it). known is false when the server cannot be reached; err says why.
+func ClickHouseModern(ctx context.Context, cfg *config.Config, log *slog.Logger) (modern, known bool, err error) {
+	ch := cfg.Sink.ClickHouse
+	switch {
+	case cfg.Sink.Type != config.SinkClickHouse || ch == nil:
+		return false, false, nil
+	case ch.Schema == config.SchemaModern:
+		return true, true, nil
+	case ch.Schema == config.SchemaCompatible:
+		return false, true, nil
+	}
+	s, err := clickhouse.New(ctx, *ch, log)
+	if err != nil {
+		return false, false, err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	return s.Modern(), true, nil
 }
 
 // Open opens the sink cfg configures, handing it its section of the config as it is.

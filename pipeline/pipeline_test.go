@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/sluicecdc/sluice/config"
@@ -50,6 +51,9 @@ func TestTableConfigJSON(t *testing.T) {
 		{"metadata and key", config.Table{Source: `shop."Order Items"`, Target: "raw.items", Key: []string{"id"},
 			Metadata: []sinks.MetadataColumn{{From: "commit_ts", As: "committed_at"}}},
 			`{"pipeline":"p1","spec":{"target":"raw.items","schema":{"table":{"schema":"shop","name":"Order Items"},"columns":null},"metadata":[{"from":"commit_ts","as":"committed_at"}]},"sink":{"name":"clickhouse"},"key":["id"]}`},
+		// tables[].key is SQL syntax: the input names the columns as Postgres stores them.
+		{"key in SQL syntax", config.Table{Source: "shop.orders", Target: "orders", Key: []string{"Region", `"Order ID"`}},
+			`{"pipeline":"p1","spec":{"target":"orders","schema":{"table":{"schema":"shop","name":"orders"},"columns":null},"metadata":null},"sink":{"name":"clickhouse"},"key":["region","Order ID"]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,5 +66,22 @@ func TestTableConfigJSON(t *testing.T) {
 				t.Errorf("TableConfig JSON:\n got %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSourceTablesFoldKeys: tables[].key is SQL syntax, and the source compares key columns with
+// the names Postgres stores: unquoted names fold to lower case, quoted ones keep their case.
+func TestSourceTablesFoldKeys(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Tables: []config.Table{
+		{Source: "shop.orders", Target: "orders", Key: []string{"Region", `"Order ID"`}},
+		{Source: "shop.lines", Target: "lines"},
+	}}
+	got := SourceTables(cfg)
+	if want := []string{"region", "Order ID"}; !slices.Equal(got[0].Key, want) {
+		t.Errorf("key of shop.orders = %q, want %q", got[0].Key, want)
+	}
+	if got[1].Key != nil {
+		t.Errorf("key of shop.lines (primary key) = %q, want nil", got[1].Key)
 	}
 }

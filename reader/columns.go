@@ -33,6 +33,29 @@ func unfollowable(e *source.SchemaEvent) string {
 	return strings.Join(what, "; ")
 }
 
+// dropKeep is the tables[].on_drop_column value (config.DropColumnKeep) that follows a DROP
+// COLUMN from the stream instead of resyncing.
+const dropKeep = "keep"
+
+// droppedResync says why table e.Table must resync after columns were dropped ("" when it need
+// not): the sink keeps a dropped column, and every row not changed since would keep its last
+// value there while the source has none. A new snapshot makes it NULL in every row, so the sink
+// equals the source exactly. With tables[].on_drop_column keep the table follows the stream
+// (and those rows keep their values).
+func (r *run) droppedResync(e *source.SchemaEvent) string {
+	if len(e.Dropped) == 0 {
+		return ""
+	}
+	if r.cfg.OnDropColumn[e.Table] == dropKeep {
+		r.log.Warn("columns dropped: following the stream (tables[].on_drop_column: keep); the sink keeps the columns, and rows not changed since keep their last values there",
+			logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(), logkey.Dropped, e.Dropped)
+		return ""
+	}
+	r.log.Warn("columns dropped: resyncing the table from a new snapshot, so the sink's kept columns are NULL in every row (tables[].on_drop_column: keep follows the stream instead)",
+		logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(), logkey.Dropped, e.Dropped)
+	return fmt.Sprintf("columns %v were dropped", e.Dropped)
+}
+
 // stopForSchema stops table t after a schema change the stream cannot carry (what, from
 // unfollowable): its batches under the old schema are staged and signalled first, then its
 // workflow fails with failure.SchemaChanged; the reader goes on for the other tables, and this

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -118,8 +119,9 @@ func (r *run) flush(ctx context.Context, t *table) error {
 
 // schemaChanged stages the table's buffered changes under the old schema, then follows the new
 // one. Added columns reach the sink, whose EnsureTable evolves the target when the table's
-// workflow commits the first batch that carries them. Columns added with a default resync the
-// table (their values in existing rows are not in the WAL).
+// workflow commits the first batch that carries them. Columns added with a value for existing
+// rows (a default, an identity, a generated column) resync the table (those values are not in
+// the WAL), and so do dropped columns unless tables[].on_drop_column is keep (droppedResync).
 //
 // A renamed table stops the reader: its changes would otherwise be skipped silently. The
 // operator updates tables[].source and restarts. A table of the publication that the run does
@@ -160,7 +162,8 @@ func (r *run) schemaChanged(ctx context.Context, e *source.SchemaEvent) error {
 }
 
 // actOnSchema does what schema event e of table t asks for: a stop (the replica identity, or a
-// change the stream cannot carry), a resync (columns added with a default), or nothing more.
+// change the stream cannot carry), one resync (columns added with a value for existing rows,
+// columns dropped), or nothing more.
 func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) error {
 	if e.Identity != "" {
 		return r.stopForIdentity(ctx, t, e)
@@ -168,19 +171,29 @@ func (r *run) actOnSchema(ctx context.Context, t *table, e *source.SchemaEvent) 
 	if what := unfollowable(e); what != "" {
 		return r.stopForSchema(ctx, t, e, what)
 	}
-	// A column added with a default holds it in every existing row, but Postgres writes none of
-	// those rows to the WAL: following the stream alone would leave NULL there in the sink for
-	// every row not changed since. Only a new snapshot reads them, as after a TRUNCATE.
+	// A column added with a default (or as an identity, or generated) holds a value in every
+	// existing row, but Postgres writes none of those rows to the WAL: following the stream alone
+	// would leave NULL there in the sink for every row not changed since. Only a new snapshot
+	// reads them, as after a TRUNCATE.
 	defaulted, err := r.fetcher.ColumnsWithDefaults(ctx, e.Table, e.Added)
 	if err != nil {
 		return fmt.Errorf("table %s: checking the columns added at %s for defaults: %w", e.Table, e.Pos, err)
 	}
+	var why []string
 	if len(defaulted) > 0 {
-		r.log.Warn("columns added with a default: resyncing the table from a new snapshot, since their values in existing rows never stream",
+		r.log.Warn("columns added with a value for existing rows (a default, an identity, a generated column): resyncing the table "+
+			"from a new snapshot, since their values in existing rows never stream",
 			logkey.Table, e.Table.String(), logkey.Position, e.Pos.String(), logkey.Columns, defaulted)
-		if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
-			return fmt.Errorf("asking table %s to resync after columns %v were added with a default at %s: %w", e.Table, defaulted, e.Pos, err)
-		}
+		why = append(why, fmt.Sprintf("columns %v were added with a value for existing rows", defaulted))
+	}
+	if dropped := r.droppedResync(e); dropped != "" {
+		why = append(why, dropped)
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
+		return fmt.Errorf("asking table %s to resync after %s at %s: %w", e.Table, strings.Join(why, " and "), e.Pos, err)
 	}
 	return nil
 }

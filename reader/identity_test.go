@@ -168,7 +168,7 @@ func TestIdentityReactsOnceAndSkipsReplayedRelations(t *testing.T) {
 							f.cat.Tables[items] = m
 							f.mu.Unlock()
 							return []batch.TableName{items}, nil
-						}})
+						}}, f)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -53,6 +53,9 @@ type Config struct {
 	Publication string
 	// OnRecreate is each table's tables[].on_recreate (RecreateStop when missing).
 	OnRecreate map[batch.TableName]string
+	// OnDropColumn is each table's tables[].on_drop_column: "keep" follows a DROP COLUMN from
+	// the stream; anything else (a table not in it too) resyncs the table (droppedResync).
+	OnDropColumn map[batch.TableName]string
 }
 
 // Stream is the replication stream of the pipeline's slot (a *source.Stream).
@@ -69,6 +72,8 @@ type Fetcher interface {
 	Fill(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error)
 	// ColumnsWithDefaults returns which of a table's columns cols have a default.
 	ColumnsWithDefaults(ctx context.Context, table batch.TableName, cols []string) ([]string, error)
+	// Attnums returns the catalog's attnums of the columns of s (see source.Fetcher.Attnums).
+	Attnums(ctx context.Context, s batch.Schema) (map[string]int16, error)
 	// Close closes the fetcher's connection.
 	Close(ctx context.Context) error
 }
@@ -150,17 +155,21 @@ type Result struct {
 // failure. It splits changes per table, cuts batches, stages each (the file first, then the
 // table's signal, so a table never holds a ref to nothing) and confirms the slot only up to what
 // no table still holds: buffered changes and staged batches that their table has not committed
-// and acknowledged. A TRUNCATE of a table, or columns added with a default, ask that table to
-// resync. On a failure the Result says what the run did until then.
+// and acknowledged. A TRUNCATE of a table, columns added with a default, or columns dropped ask
+// that table to resync. On a failure the Result says what the run did until then.
 func Read(ctx context.Context, cfg Config, deps Deps) (Result, error) {
+	f, err := deps.OpenFetcher(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("connecting to the source of pipeline %s: %w", cfg.Pipeline, err)
+	}
 	var records map[batch.TableName]schemaRecord
 	if deps.SchemaRecords != nil {
-		var err error
-		if records, err = recordedSchemas(ctx, &cfg, deps.SchemaRecords); err != nil {
+		if records, err = recordedSchemas(ctx, &cfg, deps.SchemaRecords, f); err != nil {
+			_ = f.Close(context.WithoutCancel(ctx))
 			return Result{}, err
 		}
 	}
-	r, err := newRun(ctx, cfg, deps)
+	r, err := newRun(ctx, cfg, deps, f)
 	if err != nil {
 		return Result{}, err
 	}
@@ -226,7 +235,8 @@ func tickEvery(maxWait time.Duration) time.Duration {
 	return min(max(maxWait/10, 10*time.Millisecond), time.Second)
 }
 
-func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
+// newRun builds the run of cfg around its fetcher f, which the run closes (also when newRun fails).
+func newRun(ctx context.Context, cfg Config, deps Deps, f Fetcher) (*run, error) {
 	limits := cfg.Limits.WithDefaults()
 	now := deps.Now
 	if now == nil {
@@ -236,7 +246,7 @@ func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &run{cfg: cfg, deps: deps, log: log, now: now, held: newHeld(now),
+	r := &run{cfg: cfg, deps: deps, log: log, now: now, held: newHeld(now), fetcher: f,
 		tables: map[batch.TableName]*table{}, maxWait: limits.MaxWait}
 	r.result.Position = batch.SourcePosition{Source: cfg.Source}
 	for _, s := range cfg.Schemas {
@@ -252,12 +262,6 @@ func newRun(ctx context.Context, cfg Config, deps Deps) (*run, error) {
 		}
 		r.tables[s.Table] = t
 	}
-	f, err := deps.OpenFetcher(ctx)
-	if err != nil {
-		r.close(ctx)
-		return nil, fmt.Errorf("connecting to the source of pipeline %s: %w", cfg.Pipeline, err)
-	}
-	r.fetcher = f
 	return r, nil
 }
 
@@ -302,7 +306,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		}
 		r.identityChecked = r.now()
 	}
-	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Safe: r.held.safe, Logger: r.log,
+	stream, err := r.deps.NewStream(source.StreamOptions{Schemas: r.cfg.Schemas, Attnums: r.recordedAttnums(), Safe: r.held.safe, Logger: r.log,
 		ProgressInterval: tickEvery(r.maxWait), BeforeLastStatus: r.refreshHeld, Confirms: r.confirms()})
 	if err != nil {
 		return r.result, fmt.Errorf("starting the stream of pipeline %s: %w", r.cfg.Pipeline, err)

@@ -45,6 +45,13 @@ func testSchema(name string, extra ...string) batch.Schema {
 	return s
 }
 
+// idOnly is testSchema(name) without its note column.
+func idOnly(name string) batch.Schema {
+	s := testSchema(name)
+	s.Columns = s.Columns[:1]
+	return s
+}
+
 // change is an insert into table at lsn, with as many values as the table has columns.
 func change(table string, lsn uint64, columns int) *source.ChangeEvent {
 	vals := []batch.Value{{Text: []byte(fmt.Sprint(lsn))}}
@@ -70,7 +77,20 @@ func (s *fakeStream) Confirmed() uint64                               { return s
 type fakeFetcher struct {
 	fill     func(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error)
 	defaults func(ctx context.Context, table batch.TableName, cols []string) ([]string, error)
+	attnums  func(ctx context.Context, s batch.Schema) (map[string]int16, error)
 	closed   bool
+}
+
+// Attnums numbers the columns of s from 1 unless the test says otherwise.
+func (f *fakeFetcher) Attnums(ctx context.Context, s batch.Schema) (map[string]int16, error) {
+	if f.attnums != nil {
+		return f.attnums(ctx, s)
+	}
+	out := map[string]int16{}
+	for i, c := range s.Columns {
+		out[c.Name] = int16(i + 1)
+	}
+	return out, nil
 }
 
 func (f *fakeFetcher) Fill(ctx context.Context, schema batch.Schema, changes []batch.Change) ([]batch.Change, error) {
@@ -139,6 +159,7 @@ func TestReadStagesBatchesAndConfirmsOnlyWhatNoTableHolds(t *testing.T) {
 		name     string
 		limits   batch.Limits
 		defaults []string // the fetcher's answer to ColumnsWithDefaults
+		onDrop   map[batch.TableName]string
 		putErr   error
 		signErr  error
 		endErr   error     // the stream's own failure after the script
@@ -280,6 +301,44 @@ func TestReadStagesBatchesAndConfirmsOnlyWhatNoTableHolds(t *testing.T) {
 			wantBatches: 1, wantRows: 1,
 		},
 		{
+			name: "a dropped column stages the old schema's changes, then resyncs the table (the sink's column NULL in every row)",
+			steps: []runStep{
+				{ev: insert("orders", 10)},
+				{ev: &source.SchemaEvent{Table: tableName("orders"), Pos: pos(11), Old: ptr(testSchema("orders")),
+					New: idOnly("orders"), Dropped: []string{"note"}}},
+				{ev: change("orders", 12, 1)},
+				{ev: &source.ProgressEvent{CaughtUp: true}},
+			},
+			wantLog: []string{"put orders 10..10 1 rows", "signal orders 10..10", "resync orders (1 columns)",
+				"put orders 12..12 1 rows", "signal orders 12..12"},
+			wantSafe:    heldAt(10),
+			wantBatches: 2, wantRows: 2,
+		},
+		{
+			name:     "a dropped column and one added with a default ask one resync",
+			defaults: []string{"flag"},
+			steps: []runStep{
+				{ev: &source.SchemaEvent{Table: tableName("orders"), Pos: pos(11), Old: ptr(testSchema("orders")),
+					New:     batch.Schema{Table: tableName("orders"), Columns: append(idOnly("orders").Columns, batch.Column{Name: "flag", TypeOID: 23, TypeName: "integer"})},
+					Dropped: []string{"note"}, Added: []string{"flag"}}},
+			},
+			wantLog:  []string{"resync orders (2 columns)"},
+			wantSafe: nothingHeld,
+		},
+		{
+			name:   "a dropped column of a table with on_drop_column keep follows the stream without a resync",
+			onDrop: map[batch.TableName]string{tableName("orders"): "keep"},
+			steps: []runStep{
+				{ev: &source.SchemaEvent{Table: tableName("orders"), Pos: pos(11), Old: ptr(testSchema("orders")),
+					New: idOnly("orders"), Dropped: []string{"note"}}},
+				{ev: change("orders", 12, 1)},
+				{ev: &source.ProgressEvent{CaughtUp: true}},
+			},
+			wantLog:     []string{"put orders 12..12 1 rows", "signal orders 12..12"},
+			wantSafe:    heldAt(12),
+			wantBatches: 1, wantRows: 1,
+		},
+		{
 			name: "a renamed table stops the reader",
 			steps: []runStep{
 				{ev: insert("orders", 10)},
@@ -406,7 +465,7 @@ func TestReadStagesBatchesAndConfirmsOnlyWhatNoTableHolds(t *testing.T) {
 				return ctx.Err()
 			}}
 			cfg := Config{Pipeline: "p", Source: testSource, Schemas: []batch.Schema{testSchema("orders"), testSchema("items")},
-				Limits: tt.limits, RunFor: 50 * time.Millisecond, ListEvery: time.Hour}
+				Limits: tt.limits, RunFor: 50 * time.Millisecond, ListEvery: time.Hour, OnDropColumn: tt.onDrop}
 			if cfg.Limits.MaxWait == 0 {
 				cfg.Limits.MaxWait = time.Hour
 			}

@@ -21,21 +21,29 @@ type schemaRecord struct {
 	Schema batch.Schema   `json:"schema"`
 	Prev   *batch.Schema  `json:"prev,omitempty"`
 	Since  batch.Position `json:"since"`
+	// Attnums are the catalog's attnums of Schema's columns when it was recorded (absent in
+	// records written before they were kept): the next run's first RELATION tells a rename from
+	// a drop and an add by them (source.StreamOptions.Attnums).
+	Attnums map[string]int16 `json:"attnums,omitempty"`
 }
 
 // schemaRecordName is the state document name of table's schema record.
 func schemaRecordName(table batch.TableName) string { return "schema " + table.String() }
 
 // recordedSchemas replaces each schema of cfg.Schemas (read from the catalog at the run's
-// start) with the one recorded for its table, and records the catalog's for a table without a
-// record. It returns the records.
-func recordedSchemas(ctx context.Context, cfg *Config, store staging.State) (map[batch.TableName]schemaRecord, error) {
+// start) with the one recorded for its table, and records the catalog's, with its columns'
+// attnums (from f), for a table without a record. It returns the records.
+func recordedSchemas(ctx context.Context, cfg *Config, store staging.State, f Fetcher) (map[batch.TableName]schemaRecord, error) {
 	out := map[batch.TableName]schemaRecord{}
 	cfg.Schemas = slices.Clone(cfg.Schemas)
 	for i, s := range cfg.Schemas {
 		data, err := store.GetState(ctx, cfg.Pipeline, schemaRecordName(s.Table))
 		if errors.Is(err, staging.ErrNotFound) {
-			rec := schemaRecord{Schema: s}
+			nums, err := f.Attnums(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			rec := schemaRecord{Schema: s, Attnums: nums}
 			if err := putSchemaRecord(ctx, cfg.Pipeline, store, rec); err != nil {
 				return nil, err
 			}
@@ -75,12 +83,23 @@ func (r *run) recordSchema(ctx context.Context, e *source.SchemaEvent) error {
 	if r.deps.SchemaRecords == nil {
 		return nil
 	}
-	rec := schemaRecord{Schema: e.New, Prev: e.Old, Since: e.Pos}
+	rec := schemaRecord{Schema: e.New, Prev: e.Old, Since: e.Pos, Attnums: e.Attnums}
 	if err := putSchemaRecord(ctx, r.cfg.Pipeline, r.deps.SchemaRecords, rec); err != nil {
 		return err
 	}
 	r.records[e.Table] = rec
 	return nil
+}
+
+// recordedAttnums are the attnums of every record that has them, for the stream.
+func (r *run) recordedAttnums() map[batch.TableName]map[string]int16 {
+	out := map[batch.TableName]map[string]int16{}
+	for t, rec := range r.records {
+		if rec.Attnums != nil {
+			out[t] = rec.Attnums
+		}
+	}
+	return out
 }
 
 // replayed reports whether e is a RELATION from before the recorded change, which a run

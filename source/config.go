@@ -35,6 +35,9 @@ type TableConfig struct {
 	// OnRecreate is how the table reacts to a new relation OID or a publication gap (the
 	// reader's identity check): stop (also when empty) or resync.
 	OnRecreate string `json:"on_recreate,omitempty"`
+	// OnDropColumn is what the reader does when a column of the table is dropped: resync (also
+	// when empty) or keep (follow the stream; rows not changed since keep their last value).
+	OnDropColumn string `json:"on_drop_column,omitempty"`
 }
 
 // filtered reports whether t replicates only some columns or rows.

@@ -34,12 +34,16 @@ type decoder struct {
 	resolve columnResolver
 	// attrs reads a relation's pg_attribute rows (nil: not read; every same-place, same-type
 	// pair of a dropped and an added column is then taken as a rename).
-	attrs   func(ctx context.Context, rel uint32) ([]catalogAttr, error)
-	known   map[batch.TableName]batch.Schema
-	oids    map[uint32]batch.TableName // relation OIDs of known tables, to recognize a renamed one
-	only    bool                       // drop changes of tables not in known (set for a FOR ALL TABLES publication)
-	rels    map[uint32]*relation
-	ignored map[uint32]batch.TableName
+	attrs func(ctx context.Context, rel uint32) ([]catalogAttr, error)
+	// recorded are the attnums of the known tables' columns, recorded with their schemas (nil
+	// for a table without a record): at a table's first RELATION they are what renames
+	// compares the catalog with, as the attnums read at the previous RELATION are later on.
+	recorded map[batch.TableName]map[string]int16
+	known    map[batch.TableName]batch.Schema
+	oids     map[uint32]batch.TableName // relation OIDs of known tables, to recognize a renamed one
+	only     bool                       // drop changes of tables not in known (set for a FOR ALL TABLES publication)
+	rels     map[uint32]*relation
+	ignored  map[uint32]batch.TableName
 	// pending holds the RELATION of a table not known (FOR TABLE publication) until a change of
 	// it arrives: with publish_via_partition_root pgoutput describes a partition after its
 	// root's RELATION, but its changes arrive as the root's, so the partition's is never used.
@@ -345,12 +349,15 @@ func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, ol
 	var wasIdentity uint8
 	if prev := d.rels[m.RelationID]; prev != nil {
 		was, wasIdentity = prev.attnums, prev.identity
+	} else if old != nil {
+		was = d.recorded[old.Table]
 	}
 	ev.Identity = identityLost(m, ev.New, wasIdentity)
 	ev.RenamedColumns = renames(ev, was, attrs)
 	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: ev.New.KeyIndexes()}
 	if d.attrs != nil {
 		r.attnums = attnums(attrs)
+		ev.Attnums = columnAttnums(r.attnums, ev.New)
 	}
 	for _, c := range m.Columns {
 		r.raw = append(r.raw, *c)

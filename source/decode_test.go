@@ -3,7 +3,9 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -432,6 +434,88 @@ func TestDecodeColumnRenames(t *testing.T) {
 			}
 			if !se.New.Columns[0].Key {
 				t.Errorf("the first column lost its key flag: %+v", se.New.Columns[0])
+			}
+		})
+	}
+}
+
+// TestDecodeRenameAtAFirstRelation: a run's first RELATION of a table is compared with the schema
+// the run started from. Its column b was dropped and its last column c renamed to d while no
+// reader ran: the catalog then shows d after a dropped slot, as a column dropped and another
+// added does. The attnums recorded with the schema tell the two apart (d has c's attnum, or a
+// new one); without them the pair reads as a drop and an add, the gap the record closes.
+func TestDecodeRenameAtAFirstRelation(t *testing.T) {
+	t.Parallel()
+	dropped := func(n int16) catalogAttr {
+		return catalogAttr{n, fmt.Sprintf("........pg.dropped.%d........", n), true}
+	}
+	known := batch.Schema{Table: testTable, Columns: []batch.Column{
+		{Name: "id", TypeOID: 23, TypeName: "integer", TypeMod: -1, NotNull: true, Key: true, Category: "N"},
+		{Name: "b", TypeOID: 25, TypeName: "text", TypeMod: -1, Category: "N"},
+		{Name: "c", TypeOID: 25, TypeName: "text", TypeMod: -1, NotNull: true, Category: "N"},
+	}}
+	recorded := map[string]int16{"id": 1, "b": 2, "c": 3}
+	tests := []struct {
+		name     string
+		recorded map[string]int16
+		attrs    []catalogAttr
+		renamed  []ColumnRename
+		added    []string
+		dropped  []string
+	}{
+		{name: "b dropped, c renamed to d, attnums recorded: a rename", recorded: recorded,
+			attrs:   []catalogAttr{{1, "id", false}, dropped(2), {3, "d", false}},
+			renamed: []ColumnRename{{Old: "c", New: "d"}}, dropped: []string{"b"}},
+		{name: "b and c dropped, d added, attnums recorded: a drop and an add", recorded: recorded,
+			attrs: []catalogAttr{{1, "id", false}, dropped(2), dropped(3), {4, "d", false}},
+			added: []string{"d"}, dropped: []string{"b", "c"}},
+		{name: "c dropped, d added in its place, attnums recorded: a drop and an add", recorded: recorded,
+			attrs: []catalogAttr{{1, "id", false}, {2, "b", false}, dropped(3), {4, "d", false}},
+			added: []string{"d"}, dropped: []string{"c"}},
+		// Without a record (a record written before attnums were kept) the catalog cannot tell.
+		{name: "b dropped, c renamed to d, no attnums recorded: read as a drop and an add",
+			attrs: []catalogAttr{{1, "id", false}, dropped(2), {3, "d", false}},
+			added: []string{"d"}, dropped: []string{"b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDecoder(fakeResolve, []batch.Schema{known}, slog.New(slog.DiscardHandler))
+			d.attrs = func(context.Context, uint32) ([]catalogAttr, error) { return tt.attrs, nil }
+			if tt.recorded != nil {
+				d.recorded = map[batch.TableName]map[string]int16{testTable: tt.recorded}
+			}
+			cols := []pglogrepl.RelationMessageColumn{col("id", 23, true)}
+			if len(tt.dropped) == 1 && tt.dropped[0] == "c" {
+				cols = append(cols, col("b", 25, false))
+			}
+			cols = append(cols, col("d", 25, false))
+			evs, err := run(t, d, &pglogrepl.BeginMessage{FinalLSN: 10}, relMsg(1, 'd', cols...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 2 {
+				t.Fatalf("want BEGIN and a schema event, got %v", evs)
+			}
+			se := evs[1].(*SchemaEvent)
+			if !slices.Equal(se.RenamedColumns, tt.renamed) || !slices.Equal(se.Added, tt.added) || !slices.Equal(se.Dropped, tt.dropped) {
+				t.Errorf("renamed %v added %v dropped %v, want %v %v %v", se.RenamedColumns, se.Added, se.Dropped, tt.renamed, tt.added, tt.dropped)
+			}
+			// The event carries the attnums a caller records with the new schema.
+			want := map[string]int16{}
+			for _, a := range tt.attrs {
+				if !a.Dropped {
+					want[a.Name] = a.Num
+				}
+			}
+			if !maps.Equal(se.Attnums, want) {
+				t.Errorf("attnums %v, want %v", se.Attnums, want)
+			}
+			if len(tt.renamed) > 0 {
+				i := slices.IndexFunc(se.New.Columns, func(c batch.Column) bool { return c.Name == "d" })
+				if !se.New.Columns[i].NotNull {
+					t.Errorf("the renamed column lost what was known of it: %+v", se.New.Columns[i])
+				}
 			}
 		})
 	}

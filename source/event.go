@@ -68,6 +68,10 @@ type SchemaEvent struct {
 	// Identity is set when the table's replica identity no longer carries its key (identityLost):
 	// what it is now. Deletes (and key changes) would arrive without the key they remove.
 	Identity string
+	// Attnums are the catalog's attnums of New's columns when the RELATION was decoded (nil:
+	// not read). A caller that records them with New gives them back in StreamOptions.Attnums,
+	// so that a later run tells a rename from a drop and an add at the table's first RELATION.
+	Attnums map[string]int16
 }
 
 // CommitEvent ends a transaction. After the handler returns nil for it, the stream's own

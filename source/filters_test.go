@@ -166,7 +166,7 @@ func TestFilterAndPartitionPreflight(t *testing.T) {
 			pub:  "FOR TABLE ev WITH (publish_via_partition_root = true)",
 			want: []string{"publication: would receive none"}},
 		{name: "configured key without the partition key", tables: []table{{name: "ev", key: []string{"id"}}},
-			want: []string{"table public.ev: does not contain the partition key"}},
+			want: []string{"table public.ev: does not contain the partition key", "table public.ev: (id, region) of index ev_pkey"}},
 		{name: "column list and row filter on the key", tables: []table{{name: "t", cols: []string{"id", "status"}, where: "id > 10"}}},
 		{name: "matching publication", tables: []table{{name: "t", exclude: []string{"secret"}, where: "id > 10"}},
 			pub: "FOR TABLE t (id, status, n) WHERE (id > 10) WITH (publish_via_partition_root = true)"},

@@ -98,7 +98,8 @@ func check(ctx context.Context, conn *pgx.Conn, cfg Config) ([]Problem, error) {
 		add(typeProblems(s, checkType)...)
 		if cfg.CheckTable != nil {
 			if err := cfg.CheckTable(s); err != nil {
-				add(Problem{Subject: "table " + s.Table.String(), Message: err.Error(), Fix: "change the table's destination settings in the config"})
+				subject := "table " + s.Table.String()
+				add(Problem{Subject: subject, Message: strings.TrimPrefix(err.Error(), subject+": "), Fix: "change the table's destination settings in the config"})
 			}
 		}
 	}
@@ -162,8 +163,8 @@ func tableProblems(t tableInfo, configured []string) []Problem {
 }
 
 // keyProblems checks the key of a table: a primary key, or configured key columns that exist, are
-// NOT NULL and are carried by the replica identity (so that deletes and key changes arrive with
-// the old key).
+// NOT NULL, hold a primary key or unique index (uniqueProblem) and are carried by the replica
+// identity (so that deletes and key changes arrive with the old key).
 func keyProblems(t tableInfo, configured []string) []Problem {
 	subject := "table " + t.Name.String()
 	if t.Identity == "n" {
@@ -197,10 +198,13 @@ func keyProblems(t tableInfo, configured []string) []Problem {
 	if len(ps) > 0 {
 		return ps
 	}
+	if p, ok := uniqueProblem(t, configured); !ok {
+		ps = append(ps, p)
+	}
 	var identity []string
 	switch t.Identity {
 	case "f":
-		return nil
+		return ps
 	case "i":
 		identity = t.IdentIdx
 	default:
@@ -219,6 +223,56 @@ func keyProblems(t tableInfo, configured []string) []Problem {
 			Fix:     fmt.Sprintf("ALTER TABLE %s REPLICA IDENTITY FULL, or REPLICA IDENTITY USING INDEX on a unique index containing the key columns", quoteTable(t.Name))})
 	}
 	return ps
+}
+
+// uniqueProblem proves a configured key unique: it holds the columns of the primary key, or of
+// a unique index (uniqueIndexes: valid, no expression, no WHERE) whose columns are NOT NULL or
+// that is NULLS NOT DISTINCT. Otherwise two source rows can share the key, and the sink, which
+// upserts and deletes by key, would keep one target row for both: ok is false and the problem
+// names the key, the table's unique column sets and the fix.
+func uniqueProblem(t tableInfo, key []string) (Problem, bool) {
+	if len(t.PK) > 0 && covers(key, t.PK) {
+		return Problem{}, true
+	}
+	var candidates []string
+	for _, u := range t.Unique {
+		usable := u.NullsNotDistinct
+		if !usable {
+			usable = true
+			for _, c := range u.Columns {
+				if a, ok := t.hasColumn(c); !ok || !a.NotNull {
+					usable = false
+				}
+			}
+		}
+		if !usable {
+			continue
+		}
+		if len(u.Columns) > 0 && covers(key, u.Columns) {
+			return Problem{}, true
+		}
+		candidates = append(candidates, fmt.Sprintf("(%s) of index %s", strings.Join(u.Columns, ", "), u.Name))
+	}
+	fix := fmt.Sprintf("make the key unique in the source: CREATE UNIQUE INDEX ON %s (%s), or add a primary key over them; "+
+		"or choose key columns (tables[].key) that hold the primary key or a unique index on NOT NULL columns",
+		quoteTable(t.Name), quoteIdents(key))
+	if len(candidates) > 0 {
+		fix += ", such as " + strings.Join(candidates, " or ")
+	}
+	return Problem{Subject: "table " + t.Name.String(),
+		Message: fmt.Sprintf("the configured key (%s) is not proven unique: it holds neither the primary key nor a unique index "+
+			"(valid, without expressions or WHERE) on NOT NULL columns, so distinct source rows sharing a key would collapse "+
+			"into one target row", strings.Join(key, ", ")),
+		Fix: fix}, false
+}
+
+// quoteIdents quotes each name and joins them with commas.
+func quoteIdents(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quoteIdent(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // covers reports whether every column of want is in have.

@@ -20,6 +20,7 @@ func TestPreflightReportsEveryProblem(t *testing.T) {
 		"CREATE TABLE ok (id int PRIMARY KEY, v text)",
 		"CREATE TABLE nopk (id int, v text)",
 		"CREATE TABLE keyed_full (id int NOT NULL, v text)",
+		"CREATE UNIQUE INDEX keyed_full_id ON keyed_full (id)",
 		"ALTER TABLE keyed_full REPLICA IDENTITY FULL",
 		"CREATE TABLE keyed_default (id int NOT NULL, v text)",
 		"CREATE TABLE nullable_key (id int, v text)",
@@ -42,6 +43,7 @@ func TestPreflightReportsEveryProblem(t *testing.T) {
 	}
 	want := []struct{ subject, message string }{
 		{"table public.nopk", "no primary key"},
+		{"table public.keyed_default", "not proven unique"},
 		{"table public.keyed_default", "not carried by the table's replica identity"},
 		{"column public.nullable_key.id", "allows NULL"},
 		{"table public.missing", "does not exist"},
@@ -165,5 +167,102 @@ func TestPreflightMissingPrivileges(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("no problem saying %q in:\n%s", want, all)
 		}
+	}
+}
+
+// TestPreflightProvesAConfiguredKeyUnique: a configured key (tables[].key) passes only when it
+// holds the primary key's columns or a unique index's (valid, no expression, no WHERE) whose
+// columns are NOT NULL or that is NULLS NOT DISTINCT; otherwise distinct rows sharing the key
+// would collapse into one target row, and preflight names the key, the candidates and the fix.
+func TestPreflightProvesAConfiguredKeyUnique(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t,
+		// Every table is REPLICA IDENTITY FULL, so only uniqueness is judged.
+		"CREATE TABLE pk (id int PRIMARY KEY, b int NOT NULL, v text)",
+		"CREATE TABLE no_index (a int NOT NULL, b int NOT NULL, v text)",
+		"CREATE TABLE uq (a int NOT NULL, b int NOT NULL, c int, d int NOT NULL, v text)",
+		"CREATE UNIQUE INDEX uq_ab ON uq (a, b)",
+		"CREATE UNIQUE INDEX uq_c ON uq (c)", // c allows NULL: it proves nothing
+		"CREATE TABLE nnd (a int NOT NULL, c int, v text)",
+		"CREATE UNIQUE INDEX nnd_ac ON nnd (a, c) NULLS NOT DISTINCT",
+		"CREATE TABLE partial (a int NOT NULL, v text)",
+		"CREATE UNIQUE INDEX partial_a ON partial (a) WHERE a > 0",
+		"CREATE TABLE expr (a text NOT NULL, v text)",
+		"CREATE UNIQUE INDEX expr_a ON expr (lower(a))",
+		"CREATE TABLE incl (a int NOT NULL, b int NOT NULL)",
+		"CREATE UNIQUE INDEX incl_a ON incl (a) INCLUDE (b)",
+		"CREATE TABLE invalid (a int NOT NULL, v text)",
+		"INSERT INTO invalid VALUES (1, 'x'), (1, 'y')",
+		`CREATE TABLE "Mixed" ("Region" int NOT NULL, id int NOT NULL)`,
+		`CREATE UNIQUE INDEX mixed_uq ON "Mixed" ("Region", id)`,
+	)
+	for _, tbl := range []string{"pk", "no_index", "uq", "nnd", "partial", "expr", "incl", "invalid", `"Mixed"`} {
+		db.exec(t, "ALTER TABLE "+tbl+" REPLICA IDENTITY FULL")
+	}
+	// A CREATE UNIQUE INDEX CONCURRENTLY that fails leaves an invalid index behind.
+	if _, err := db.conn.Exec(context.Background(), "CREATE UNIQUE INDEX CONCURRENTLY invalid_a ON invalid (a)"); err == nil {
+		t.Fatal("CREATE UNIQUE INDEX CONCURRENTLY over duplicates succeeded")
+	}
+	tests := []struct {
+		name  string
+		table string
+		key   []string
+		want  []string // parts of the one problem; none: the key passes
+	}{
+		{name: "the primary key", table: "pk", key: []string{"id"}},
+		{name: "a superset of the primary key", table: "pk", key: []string{"id", "b"}},
+		{name: "a column beside the primary key", table: "pk", key: []string{"b"},
+			want: []string{"the configured key (b) is not proven unique", "collapse into one target row",
+				`CREATE UNIQUE INDEX ON "public"."pk" ("b")`, "tables[].key", "(id) of index pk_pkey"}},
+		{name: "no unique index at all", table: "no_index", key: []string{"a", "b"},
+			want: []string{"the configured key (a, b) is not proven unique", `CREATE UNIQUE INDEX ON "public"."no_index" ("a", "b")`}},
+		{name: "a unique index on NOT NULL columns", table: "uq", key: []string{"a", "b"}},
+		{name: "a unique index's columns in another order", table: "uq", key: []string{"b", "a"}},
+		{name: "a superset of a unique index", table: "uq", key: []string{"d", "b", "a"}},
+		{name: "part of a unique index", table: "uq", key: []string{"a"},
+			want: []string{"the configured key (a) is not proven unique", "(a, b) of index uq_ab"}},
+		{name: "NULLS NOT DISTINCT over a nullable column", table: "nnd", key: []string{"a", "c"},
+			want: []string{"column public.nnd.c: is a configured key column but allows NULL"}}, // the key itself must be NOT NULL
+		{name: "a NULLS NOT DISTINCT index within the key", table: "nnd", key: []string{"a"},
+			want: []string{"the configured key (a) is not proven unique", "(a, c) of index nnd_ac"}},
+		{name: "a partial unique index", table: "partial", key: []string{"a"}, want: []string{"the configured key (a) is not proven unique"}},
+		{name: "an expression index", table: "expr", key: []string{"a"}, want: []string{"the configured key (a) is not proven unique"}},
+		{name: "an index with INCLUDE columns: its key columns", table: "incl", key: []string{"a"}},
+		{name: "INCLUDE columns prove nothing", table: "incl", key: []string{"b"}, want: []string{"the configured key (b) is not proven unique"}},
+		{name: "an invalid index", table: "invalid", key: []string{"a"}, want: []string{"the configured key (a) is not proven unique"}},
+		{name: "names as Postgres stores them", table: `"Mixed"`, key: []string{"id", "Region"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := db.config(t, tt.table)
+			cfg.Tables[0].Key = tt.key
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			problems, err := Check(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range problems {
+				if !strings.HasPrefix(p.Subject, "publication") && !strings.HasPrefix(p.Subject, "role") {
+					got = append(got, p.String())
+				}
+			}
+			if len(tt.want) == 0 {
+				if len(got) > 0 {
+					t.Errorf("key %q: want no problem, got:\n%s", tt.key, strings.Join(got, "\n"))
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("key %q: want one problem, got:\n%s", tt.key, strings.Join(got, "\n"))
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("the problem does not say %q:\n%s", w, got[0])
+				}
+			}
+		})
 	}
 }

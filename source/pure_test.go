@@ -10,9 +10,13 @@ import (
 func TestKeyProblems(t *testing.T) {
 	t.Parallel()
 	cols := []attr{{Name: "id", NotNull: true}, {Name: "a", NotNull: true}, {Name: "b"}}
+	// Every table has a unique index on a (NOT NULL), so a configured key a is unique: the
+	// cases test the replica identity (TestPreflightProvesAConfiguredKeyUnique the uniqueness).
+	uniqA := []uniqueIndex{{Name: "t_a", Columns: []string{"a"}}}
 	tbl := func(identity string, pk, idx []string) tableInfo {
-		return tableInfo{Name: testTable, Exists: true, Kind: "r", CanRead: true, Identity: identity, Columns: cols, PK: pk, IdentIdx: idx}
+		return tableInfo{Name: testTable, Exists: true, Kind: "r", CanRead: true, Identity: identity, Columns: cols, PK: pk, IdentIdx: idx, Unique: uniqA}
 	}
+	notUnique := func(t tableInfo) tableInfo { t.Unique = nil; return t }
 	tests := []struct {
 		name       string
 		t          tableInfo
@@ -26,7 +30,12 @@ func TestKeyProblems(t *testing.T) {
 		{"configured key without identity", tbl("d", nil, nil), []string{"a"}, "not carried"},
 		{"configured key in identity index", tbl("i", nil, []string{"a", "id"}), []string{"a"}, ""},
 		{"configured key outside identity index", tbl("i", nil, []string{"id"}), []string{"a"}, "not carried"},
+		// Part of the primary key is not unique by itself (here the index on a is).
 		{"configured key inside primary key", tbl("d", []string{"id", "a"}, nil), []string{"a"}, ""},
+		{"configured key part of the primary key, no unique index", notUnique(tbl("f", []string{"id", "a"}, nil)), []string{"a"}, "not proven unique"},
+		{"configured key holding the primary key", notUnique(tbl("f", []string{"id"}, nil)), []string{"a", "id"}, ""},
+		{"configured key of a table without unique index", notUnique(tbl("f", nil, nil)), []string{"a"}, "not proven unique"},
+		{"configured key beside the unique index", tbl("f", nil, nil), []string{"id"}, "not proven unique"},
 		{"configured nullable key", tbl("f", nil, nil), []string{"b"}, "allows NULL"},
 		{"configured missing column", tbl("f", nil, nil), []string{"zz"}, "does not exist"},
 		{"identity index without the primary key", tbl("i", []string{"id"}, []string{"a"}), nil, "does not contain the primary key"},

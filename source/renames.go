@@ -54,6 +54,17 @@ func attnums(attrs []catalogAttr) map[string]int16 {
 	return m
 }
 
+// columnAttnums is the part of all (attnums) that names a column of s.
+func columnAttnums(all map[string]int16, s batch.Schema) map[string]int16 {
+	out := make(map[string]int16, len(s.Columns))
+	for _, c := range s.Columns {
+		if n, ok := all[c.Name]; ok {
+			out[c.Name] = n
+		}
+	}
+	return out
+}
+
 // anchors maps each column of cols named in changed to the nearest column before it that is not
 // in changed ("" when none): where it sits among the columns both schemas share.
 func anchors(cols []batch.Column, changed []string) map[string]string {
@@ -72,9 +83,11 @@ func anchors(cols []batch.Column, changed []string) map[string]string {
 // renames finds the columns of ev that were renamed rather than dropped and added. pgoutput
 // names columns but does not number them, so a RENAME COLUMN arrives as one column gone and one
 // new at the same place with the same type. Such a pair is a rename unless the catalog says
-// otherwise: within a run the old column's attnum (recorded in was) is the new one's; without a
-// record, a column dropped and another added lands after every column (the highest attnum) with
-// the dropped one's slot left before it. A pair the catalog cannot decide is taken as a rename:
+// otherwise: the old column's attnum (in was: read at the table's previous RELATION of the run,
+// or recorded with the schema the run started from) is the new one's; without one, a column
+// dropped and another added lands after every column (the highest attnum) with the dropped
+// one's slot left before it (which a rename of the last column right after a drop before it
+// also shows: only the recorded attnum tells those apart). A pair the catalog cannot decide is taken as a rename:
 // stopping on a drop and add loses nothing, following a rename as one would diverge silently.
 // It removes the renamed columns from ev.Added and ev.Dropped.
 func renames(ev *SchemaEvent, was map[string]int16, attrs []catalogAttr) []ColumnRename {

@@ -149,9 +149,11 @@ type tableInfo struct {
 	Columns  []attr // in attnum order; dropped and generated columns excluded
 	PK       []string
 	IdentIdx []string // the columns of the replica identity index when Identity is i
-	Tuples   float64  // pg_class.reltuples: an estimate, -1 when never analyzed
-	CanRead  bool     // SELECT privilege
-	IsOwner  bool     // the current role is (a member of) the owner
+	// Unique are the unique indexes that make rows unique by their columns (uniqueIndexes).
+	Unique  []uniqueIndex
+	Tuples  float64 // pg_class.reltuples: an estimate, -1 when never analyzed
+	CanRead bool    // SELECT privilege
+	IsOwner bool    // the current role is (a member of) the owner
 	// Ancestors are the partitioned tables t is a partition of, nearest first; PartKey is the
 	// partition key's columns of a partitioned table ("" for an expression). See partition.go.
 	Ancestors []batch.TableName
@@ -215,6 +217,9 @@ ORDER BY attnum`, oid)
 	if ti.IdentIdx, err = indexColumns(ctx, q, oid, "indisreplident"); err != nil {
 		return ti, fmt.Errorf("reading replica identity index of table %s: %w", name, err)
 	}
+	if ti.Unique, err = uniqueIndexes(ctx, q, oid); err != nil {
+		return ti, fmt.Errorf("reading the unique indexes of table %s: %w", name, err)
+	}
 	if err := readPartitioning(ctx, q, oid, &ti); err != nil {
 		return ti, err
 	}
@@ -234,6 +239,38 @@ ORDER BY k.ord`, rel)
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// uniqueIndex is a unique index of a table, as uniqueIndexes reads it.
+type uniqueIndex struct {
+	Name    string
+	Columns []string // its key columns, in index order (INCLUDE columns left out)
+	// NullsNotDistinct: NULLS NOT DISTINCT (Postgres 15+), so two rows with NULL in the same
+	// column clash too.
+	NullsNotDistinct bool
+}
+
+// uniqueIndexes returns the unique indexes of relation rel that prove its rows unique by their
+// key columns: valid (not a CREATE INDEX CONCURRENTLY that failed), on columns only (no
+// expression) and not partial (no WHERE). The primary key is one of them.
+func uniqueIndexes(ctx context.Context, q querier, rel uint32) ([]uniqueIndex, error) {
+	rows, err := q.Query(ctx, `
+SELECT ci.relname::text,
+       coalesce((to_jsonb(i) ->> 'indnullsnotdistinct')::bool, false),
+       ARRAY(SELECT a.attname::text FROM unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+             WHERE k.ord <= i.indnkeyatts ORDER BY k.ord)
+FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ci ON ci.oid = i.indexrelid
+WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid AND i.indexprs IS NULL AND i.indpred IS NULL
+ORDER BY i.indisprimary DESC, ci.relname`, rel)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (uniqueIndex, error) {
+		var u uniqueIndex
+		err := r.Scan(&u.Name, &u.NullsNotDistinct, &u.Columns)
+		return u, err
+	})
 }
 
 // keyColumns decides the key of a table: the configured key, or the primary key.

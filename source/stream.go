@@ -56,6 +56,11 @@ type StreamOptions struct {
 	// BeforeLastStatus, when set, is called before the status update Run sends when it stops, so
 	// that Safe can answer from fresh state (the stream's caller lists what it still holds).
 	BeforeLastStatus func(ctx context.Context)
+	// Attnums are the attnums of the columns of Schemas, by table, as recorded with each schema
+	// (SchemaEvent.Attnums, or the catalog's when the schema was read from it); a table without
+	// them is told a rename from a drop and an add at its first RELATION by a weaker rule (see
+	// renames).
+	Attnums map[batch.TableName]map[string]int16
 	// Confirms, when set, keeps the furthest position the stream ever confirmed to the slot, so
 	// that a slot created again under the same name, or advanced by hand, is recognized: see
 	// ConfirmLog. Nil skips both the record and the check.
@@ -170,6 +175,7 @@ func (r *Stream) Run(ctx context.Context, h Handler) error {
 	resolver := newTypeResolver(conn)
 	dec := newDecoder(resolver.relColumn, r.opts.Schemas, r.log)
 	dec.attrs = resolver.attributes
+	dec.recorded = r.opts.Attnums
 	if err := r.tableOIDs(ctx, conn, dec); err != nil {
 		return err
 	}

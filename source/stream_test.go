@@ -73,6 +73,7 @@ func TestStreamKeyChangeGivesOldKey(t *testing.T) {
 	db := newTestDB(t,
 		"CREATE TABLE k (a int, b text, v text, PRIMARY KEY (a, b))",
 		"CREATE TABLE kf (id int NOT NULL, v text)",
+		"CREATE UNIQUE INDEX kf_id ON kf (id)",
 		"ALTER TABLE kf REPLICA IDENTITY FULL")
 	cfg := db.config(t, "k", "kf")
 	cfg.Tables[1].Key = []string{"id"}

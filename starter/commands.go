@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -31,7 +32,13 @@ func checkCmd(a *app) *cobra.Command {
 				return err
 			}
 			sc, _ := pipeline.SourceConfigs(cfg)(cfg.Pipeline)
-			sc.CheckTable = pipeline.CheckTable(cfg)
+			modern, known, err := pipeline.ClickHouseModern(cmd.Context(), cfg, slog.New(slog.DiscardHandler))
+			if err != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "note: could not reach ClickHouse to learn the layout of new targets (%v); their key columns are checked when the worker creates them\n", err)
+			}
+			if cfg.Sink.Type != config.SinkClickHouse || known {
+				sc.CheckTable = pipeline.CheckTable(cfg, modern)
+			}
 			problems, err := source.Check(cmd.Context(), sc)
 			if err != nil {
 				return fmt.Errorf("could not check the source: %w", err)

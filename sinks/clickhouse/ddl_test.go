@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,6 +131,54 @@ func TestLayoutRejects(t *testing.T) {
 			_, err := newLayout(spec, "default", "t", true)
 			if err == nil || !sinks.IsPoison(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("newLayout: got %v, want poison containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTimestampKeyNeedsTheModernLayout: the compatible layout's DateTime keeps whole seconds, so a
+// timestamp key column would merge keys within one second into one row: refused (poison naming
+// the table, the column and the modern layout), at CheckLayout (sluice check) as at EnsureTable.
+// The modern layout's DateTime64(6) holds it; other key types are fine on both.
+func TestTimestampKeyNeedsTheModernLayout(t *testing.T) {
+	t.Parallel()
+	withKey := func(names ...string) sinks.TableSpec {
+		spec := typesSpec("raw.types")
+		for i := range spec.Schema.Columns {
+			c := &spec.Schema.Columns[i]
+			c.Key = slices.Contains(names, c.Name)
+		}
+		return spec
+	}
+	for _, tc := range []struct {
+		name   string
+		key    []string
+		modern bool
+		want   string // "" for accepted
+	}{
+		{"timestamptz key, compatible", []string{"id", "atz"}, false, `table shop.types: key column "atz" (timestamp with time zone) cannot be a key of the ClickHouse compatible layout`},
+		{"timestamp key, compatible", []string{"at"}, false, "sink.clickhouse.schema: modern, ClickHouse 23.2 or later"},
+		{"timestamptz key, modern", []string{"id", "atz"}, true, ""},
+		{"timestamp column not in the key, compatible", []string{"id"}, false, ""},
+		{"date key, compatible (whole days are exact)", []string{"born"}, false, ""},
+		{"text and bigint key, compatible", []string{"id", "region"}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := CheckLayout(withKey(tc.key...), "default", tc.modern)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("CheckLayout: %v", err)
+				}
+				return
+			}
+			if err == nil || !sinks.IsPoison(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("CheckLayout: got %v, want poison containing %q", err, tc.want)
+			}
+			for _, w := range []string{"whole seconds", "two keys within one second would become one row", "tables[].key", "sluice resync --table shop.types"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the refusal does not say %q: %v", w, err)
+				}
 			}
 		})
 	}

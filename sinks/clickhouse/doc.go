@@ -71,7 +71,9 @@
 // Non-key columns are Nullable, except arrays, which ClickHouse cannot make Nullable: a NULL
 // array is stored as an empty array. Timestamps keep their microseconds on the modern layout;
 // the compatible layout's DateTime keeps whole seconds and drops the fraction (the one lossy
-// mapping, documented for old servers only). A date or timestamp outside its type's range is
+// mapping, documented for old servers only), so a timestamp key column is refused there as
+// poison naming the modern layout (keyHolds; CheckLayout for `sluice check`): two keys within
+// one second would become one row. A date or timestamp outside its type's range is
 // never clamped (the server would clamp silently): the batch stops as poison naming the table,
 // column, row position and value. On old servers 1970-01-01 prints as 0000-00-00; it is stored
 // exactly.

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/config"
 	"github.com/sluicecdc/sluice/sinks"
 )
 
@@ -109,6 +110,9 @@ func newLayout(spec sinks.TableSpec, db, name string, modern bool) (*layout, err
 		if err != nil {
 			return nil, sinks.Poisonf("table %s column %q (%s): %w", src, c.Name, c.TypeName, err)
 		}
+		if err := keyHolds(src, c, as.Field(i).Type, modern); err != nil {
+			return nil, err
+		}
 		l.cols = append(l.cols, column{name: c.Name, typ: typ, role: roleData, field: i, key: c.Key, nullable: isNullable(typ)})
 		if c.Key {
 			l.keys = append(l.keys, c.Name)
@@ -143,6 +147,34 @@ func newLayout(spec sinks.TableSpec, db, name string, modern bool) (*layout, err
 		column{name: ColPosition, typ: "String", role: rolePosition, field: -1},
 	)
 	return l, nil
+}
+
+// keyHolds refuses a key column the layout cannot store exactly: the compatible layout's
+// DateTime keeps whole seconds, so two source keys within one second would be one sorting key,
+// and ReplacingMergeTree would keep one row for both. Poison, naming the table, the column and
+// the layout that holds the key.
+func keyHolds(src string, c batch.Column, dt arrow.DataType, modern bool) error {
+	if _, ts := dt.(*arrow.TimestampType); !c.Key || modern || !ts {
+		return nil
+	}
+	return sinks.Poisonf("table %s: key column %q (%s) cannot be a key of the ClickHouse compatible layout, whose DateTime "+
+		"keeps whole seconds: two keys within one second would become one row. Use the modern layout, whose "+
+		"DateTime64(6) keeps microseconds (sink.clickhouse.schema: %s, ClickHouse %d.%d or later; a target created "+
+		"with the compatible layout keeps it: drop it, then sluice resync --table %s), or choose key columns without "+
+		"a timestamp (tables[].key)", src, c.Name, c.TypeName, config.SchemaModern, modernSince.Major, modernSince.Minor, src)
+}
+
+// CheckLayout checks, without a server, what EnsureTable checks of spec's target before it
+// creates it: the columns' types and names, the key (one a compatible table can hold exactly:
+// keyHolds), the metadata columns. modern is the layout the target gets (Sink.Modern for a new
+// target). `sluice check` runs it; its error is poison naming the table and the fix.
+func CheckLayout(spec sinks.TableSpec, database string, modern bool) error {
+	db, name, err := splitTarget(spec.Target, database)
+	if err != nil {
+		return err
+	}
+	_, err = newLayout(spec, db, name, modern)
+	return err
 }
 
 // viewName returns the name of the compatible table's tombstone-hiding view.

@@ -41,7 +41,7 @@ func TestNativeInsertStoresWhatSlicesStored(t *testing.T) {
 		_ = s.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+quote(db))
 		_ = s.Close(ctx)
 	})
-	native, slices := allTypesSpec(), allTypesSpec()
+	native, slices := allTypesSpecFor(s.Modern()), allTypesSpecFor(s.Modern())
 	native.Target, slices.Target = "native", "slices"
 	for _, spec := range []sinks.TableSpec{native, slices} {
 		if err := s.EnsureTable(ctx, spec); err != nil {
