@@ -156,15 +156,17 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 	return readStreamResult(res), readerError(err)
 }
 
-// partitionWatcher watches the partitions of the pipeline's tables (those that are partitioned)
-// with each table's tables[].on_partition_change and row filter; nil without a staging store.
+// partitionWatcher watches the storage of the pipeline's tables and the partitions of those that
+// are partitioned, with each table's tables[].on_rewrite, on_partition_change and row filter;
+// nil without a staging store.
 func partitionWatcher(store *staging.Store, pipeline string, cfg source.Config, log *slog.Logger) reader.PartitionWatch {
 	if store == nil {
 		return nil
 	}
 	w := &partitions.Watcher{Pipeline: pipeline, Store: store, Logger: log.With(logkey.Pipeline, pipeline, logkey.Module, "partitions")}
 	for _, t := range cfg.Tables {
-		w.Tables = append(w.Tables, partitions.Table{Name: t.Table, Policy: partitions.Policy(t.OnPartitionChange), Where: t.Where})
+		w.Tables = append(w.Tables, partitions.Table{Name: t.Table, Policy: partitions.Policy(t.OnPartitionChange),
+			OnRewrite: partitions.Policy(t.OnRewrite), Where: t.Where})
 	}
 	return w
 }

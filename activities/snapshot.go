@@ -45,8 +45,8 @@ type Backfill struct {
 	Metrics *metrics.Metrics
 	// Authority is the worker's config that every input is checked against; nil refuses all.
 	Authority *Authority
-	// Partitions keeps, for a partitioned table, the partition set of each backfill's snapshot
-	// (package partitions); nil records none.
+	// Partitions keeps each table's storage (and a partitioned table's partition set) under each
+	// backfill's snapshot (package partitions); nil records none.
 	Partitions staging.State
 
 	mu   sync.Mutex
@@ -119,23 +119,24 @@ func (a *Backfill) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ 
 	}, nil
 }
 
-// recordPartitions records the partitions of a partitioned table as its snapshot shows them:
-// the set the backfill's content corresponds to (partitions.RecordSnapshot).
+// recordPartitions records the storage of the table (and the partitions of a partitioned one)
+// as its snapshot shows them: what the backfill's content corresponds to
+// (partitions.RecordSnapshot).
 func (a *Backfill) recordPartitions(ctx context.Context, t TableConfig, snap *source.Snapshot) error {
 	if a.Partitions == nil {
 		return nil
 	}
-	parts, err := snap.Partitions(ctx, []batch.TableName{t.Table()})
+	all, err := snap.Storage(ctx, []batch.TableName{t.Table()})
 	if err != nil {
-		return sourceError("listing the partitions of table "+t.Table().String()+" under its snapshot", err)
+		return sourceError("reading the storage of table "+t.Table().String()+" under its snapshot", err)
 	}
-	set, partitioned := parts[t.Table()]
-	if !partitioned {
-		return nil
+	st, ok := all[t.Table()]
+	if !ok {
+		return nil // gone under the snapshot: the copy fails by itself
 	}
 	epoch := partitions.Epoch(snap.Name(), batch.Position{LSN: snap.LSN()})
-	if err := partitions.RecordSnapshot(ctx, a.Partitions, t.Pipeline, t.Table(), epoch, set, time.Now()); err != nil {
-		return fmt.Errorf("recording the partitions of table %s under its snapshot: %w", t.Table(), err)
+	if err := partitions.RecordSnapshot(ctx, a.Partitions, t.Pipeline, t.Table(), epoch, st, time.Now()); err != nil {
+		return fmt.Errorf("recording the storage of table %s under its snapshot: %w", t.Table(), err)
 	}
 	return nil
 }

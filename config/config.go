@@ -281,6 +281,10 @@ type Table struct {
 	// show (a partition attached with rows, detached, dropped or truncated): resync (the
 	// default) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
+	// OnRewrite is how a table reacts to a rewrite of its values the WAL cannot show (ALTER
+	// COLUMN ... TYPE to the same type with USING, or a widening that rewrites the table):
+	// resync (the default) or stop.
+	OnRewrite string `json:"on_rewrite,omitempty"`
 	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
 	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }

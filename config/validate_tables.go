@@ -39,11 +39,15 @@ func (v *validator) tables(c *Config) {
 		if t.OnPartitionChange != "" && !slices.Contains(partitionPolicies, t.OnPartitionChange) {
 			v.ps.add(p+".on_partition_change", "%q is not a reaction; use one of %s", t.OnPartitionChange, strings.Join(partitionPolicies, ", "))
 		}
+		if t.OnRewrite != "" && !slices.Contains(partitionPolicies, t.OnRewrite) {
+			v.ps.add(p+".on_rewrite", "%q is not a reaction; use one of %s", t.OnRewrite, strings.Join(partitionPolicies, ", "))
+		}
 		v.tableIceberg(p+".iceberg", t, c.Sink.Type)
 	}
 }
 
-// partitionPolicies are the values of tables[].on_partition_change (partitions.Policy).
+// partitionPolicies are the values of tables[].on_partition_change and tables[].on_rewrite
+// (partitions.Policy).
 var partitionPolicies = []string{"resync", "stop"}
 
 // filters checks a table's column list (columns or exclude_columns, not both) and row filter.

@@ -116,6 +116,8 @@ func resyncOnly(errType string) (why string, ok bool) {
 		return "a rename or a retype rewrote the existing rows without writing them to the WAL", true
 	case failure.PartitionChanged:
 		return "a partition attached holding rows, or detached, dropped or truncated, changed rows the stream never carried", true
+	case failure.TableRewritten:
+		return "a rewrite of the table (ALTER COLUMN ... TYPE) changed every row's value without writing them to the WAL", true
 	}
 	return "", false
 }

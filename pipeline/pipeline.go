@@ -96,7 +96,7 @@ func SourceTables(cfg *config.Config) []source.TableConfig {
 		name, _ := t.SourceName()
 		out = append(out, source.TableConfig{Table: name, Key: t.Key,
 			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where,
-			OnPartitionChange: t.OnPartitionChange})
+			OnPartitionChange: t.OnPartitionChange, OnRewrite: t.OnRewrite})
 	}
 	return out
 }

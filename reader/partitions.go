@@ -11,12 +11,12 @@ import (
 	"github.com/sluicecdc/sluice/partitions"
 )
 
-// PartitionWatch compares the partitions of the pipeline's partitioned tables with the sets
-// their sinks hold (a *partitions.Watcher).
+// PartitionWatch compares the storage of the pipeline's tables, and the partitions of its
+// partitioned ones, with what their sinks hold (a *partitions.Watcher).
 type PartitionWatch interface {
-	// Check returns the reactions due, reading the catalog through cat (see
-	// partitions.Watcher.Check).
-	Check(ctx context.Context, cat partitions.Catalog) ([]partitions.Reaction, error)
+	// Check returns the reactions due for the tables in only (every table when nil), reading
+	// the catalog through cat; seen says where it runs (see partitions.Watcher.Check).
+	Check(ctx context.Context, cat partitions.Catalog, only []batch.TableName, seen string) ([]partitions.Reaction, error)
 	// Reacted records that a reaction was acted on.
 	Reacted(ctx context.Context, r partitions.Reaction) error
 	// Resyncing records that a table was asked to resync for another reason.
@@ -42,23 +42,36 @@ type TableStopper interface {
 	Stop(ctx context.Context, schema batch.Schema, errType, msg, epoch string) error
 }
 
-// checkPartitions runs the partition watch when it is due (at the run's first progress, then
-// every ListEvery) and makes each table react: a resync as after a TRUNCATE (what the table
-// buffered is staged first), or a stop. A failed check is logged and tried again next time:
-// the catalog's state does not go away meanwhile.
+// checkPartitions runs the storage and partition watch when it is due (at the run's first
+// progress, then every ListEvery) for every table.
 func (r *run) checkPartitions(ctx context.Context, now time.Time) error {
-	w := r.deps.Partitions
-	if w == nil || (!r.partitionsChecked.IsZero() && now.Sub(r.partitionsChecked) < r.listEvery()) {
+	if r.deps.Partitions == nil || (!r.partitionsChecked.IsZero() && now.Sub(r.partitionsChecked) < r.listEvery()) {
 		return nil
 	}
+	seen := "by the periodic check at " + now.UTC().Format(time.RFC3339)
+	if r.partitionsChecked.IsZero() {
+		seen = "at the reader's start, " + now.UTC().Format(time.RFC3339)
+	}
 	r.partitionsChecked = now
+	return r.checkCatalog(ctx, nil, seen)
+}
+
+// checkCatalog runs the storage and partition watch for the tables in only (every table when
+// nil) and makes each table react: a resync as after a TRUNCATE (what the table buffered is
+// staged first), or a stop. A failed check is logged and tried again next time: the catalog's
+// state does not go away meanwhile, and the slot holds the table's changes.
+func (r *run) checkCatalog(ctx context.Context, only []batch.TableName, seen string) error {
+	w := r.deps.Partitions
+	if w == nil {
+		return nil
+	}
 	cat, ok := r.fetcher.(partitions.Catalog)
 	if !ok {
 		return nil // a fetcher that cannot read the catalog (tests of other things)
 	}
-	reactions, err := w.Check(ctx, cat)
+	reactions, err := w.Check(ctx, cat, only, seen)
 	if err != nil {
-		r.log.Warn("checking the partitions of the partitioned tables; trying again at the next check", logkey.Error, err)
+		r.log.Warn("checking the storage and partitions of the tables; trying again at the next check", logkey.Error, err)
 	}
 	for _, re := range reactions {
 		t, ok := r.tables[re.Table]
@@ -69,16 +82,17 @@ func (r *run) checkPartitions(ctx context.Context, now time.Time) error {
 			return err
 		}
 		if err := w.Reacted(ctx, re); err != nil {
-			r.log.Warn("recording a partition reaction; it may be asked again", logkey.Table, re.Table.String(), logkey.Error, err)
+			r.log.Warn("recording a reaction to a change the WAL cannot show; it may be asked again", logkey.Table, re.Table.String(), logkey.Error, err)
 		}
 	}
 	return nil
 }
 
+// reactToPartitions makes table t react to re: a stop with re's error type, or a resync.
 func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Reaction) error {
 	if re.Policy == partitions.PolicyStop {
 		if r.stopping[re.Table] != re.Reason {
-			r.log.Error("partition change the WAL cannot show: stopping the table (tables[].on_partition_change: stop)",
+			r.log.Error("change the WAL cannot show: stopping the table (tables[].on_rewrite or on_partition_change: stop)",
 				logkey.Table, re.Table.String(), logkey.Reason, re.Reason)
 			if r.stopping == nil {
 				r.stopping = map[batch.TableName]string{}
@@ -89,8 +103,8 @@ func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Rea
 		if !ok {
 			return failure.New(failure.SourceSetup, re.StopMessage(), nil)
 		}
-		if err := stopper.Stop(ctx, t.schema, failure.PartitionChanged, re.StopMessage(), re.Epoch()); err != nil {
-			return fmt.Errorf("stopping table %s after a partition change: %w", re.Table, err)
+		if err := stopper.Stop(ctx, t.schema, re.ErrType, re.StopMessage(), re.Epoch()); err != nil {
+			return fmt.Errorf("stopping table %s after a change the WAL cannot show: %w", re.Table, err)
 		}
 		return nil
 	}
@@ -100,10 +114,10 @@ func (r *run) reactToPartitions(ctx context.Context, t *table, re partitions.Rea
 	if err := r.signal(ctx, t); err != nil {
 		return err
 	}
-	r.log.Warn("partition change the WAL cannot show: resyncing the table from a new snapshot",
+	r.log.Warn("change the WAL cannot show: resyncing the table from a new snapshot",
 		logkey.Table, re.Table.String(), logkey.Reason, re.Reason)
 	if err := r.deps.Tables.Resync(ctx, t.schema); err != nil {
-		return fmt.Errorf("asking table %s to resync after a partition change (%s): %w", re.Table, re.Reason, err)
+		return fmt.Errorf("asking table %s to resync after a change the WAL cannot show (%s): %w", re.Table, re.Reason, err)
 	}
 	return nil
 }

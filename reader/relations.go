@@ -3,6 +3,8 @@ package reader
 import (
 	"context"
 
+	"github.com/sluicecdc/sluice/batch"
+
 	"github.com/sluicecdc/sluice/source"
 )
 
@@ -12,6 +14,8 @@ import (
 // before anything after the RELATION is staged (and so before the slot can be confirmed past
 // it).
 func (r *run) relationSeen(ctx context.Context, e *source.RelationEvent) error {
-	_, _ = ctx, e
-	return nil
+	// A rewrite of the table's values (ALTER COLUMN ... TYPE) invalidates its relcache entry, so
+	// pgoutput sends a RELATION before the table's next change: the watch compares its storage
+	// with the record now.
+	return r.checkCatalog(ctx, []batch.TableName{e.Table}, "at the table's RELATION at "+e.Pos.String())
 }

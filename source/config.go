@@ -32,6 +32,9 @@ type TableConfig struct {
 	// OnPartitionChange is how a partitioned table reacts to partition changes the WAL cannot
 	// show (package partitions): resync (also when empty) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
+	// OnRewrite is how a table reacts to a rewrite of its values the WAL cannot show (package
+	// partitions): resync (also when empty) or stop.
+	OnRewrite string `json:"on_rewrite,omitempty"`
 }
 
 // filtered reports whether t replicates only some columns or rows.
