@@ -1,21 +1,34 @@
-// Package partitions notices the partition changes of a replicated partitioned table that the
-// WAL cannot show, and says how the table must react.
+// Package partitions notices the changes to a replicated table's rows that the WAL cannot show
+// but the catalog can, on every replicated table: rewrites of its values and, for a partitioned
+// table, partition maintenance; and it says how the table must react.
 //
-// Replicated through its root (publish_via_partition_root), a partitioned table's row changes
-// stream, but some partition maintenance changes the root's rows without any: ATTACH PARTITION
-// of a table that holds rows (they were never inserted through the root), DETACH PARTITION and
-// DROP of a partition (its rows leave without deletes), and TRUNCATE of one partition (pgoutput
-// publishes a TRUNCATE only for the root then). The sink would diverge silently.
+// A rewrite: ALTER TABLE ... ALTER COLUMN ... TYPE rewrites every row's value without a row in
+// the WAL, and when the type stays the same (TYPE int USING qty * 2) the stream's RELATION
+// message does not change either. The rewrite gives the table new storage (pg_class.relfilenode)
+// and, in the same transaction, writes the column's pg_attribute row (a new xmin); maintenance
+// rewrites (VACUUM FULL, CLUSTER, pg_repack, SET TABLESPACE) give new storage without touching
+// pg_attribute, and so does a TRUNCATE, which the stream carries. So new storage with a new
+// column row asks the table to react (tables[].on_rewrite), new storage alone is accepted and
+// recorded (CompareStorage).
 //
-// So each partitioned table's partition set is recorded (Record: every partition's OID and
-// storage, relfilenode) as its sink content corresponds to it: under the snapshot of every
-// backfill (RecordSnapshot, the base), and whenever the reader accepts a change (a new, empty
-// partition). The reader compares the current catalog with it periodically and at its start
-// (Watcher.Check): a partition gone (detached, dropped), a partition's storage replaced
-// (TRUNCATE, or a rewrite: VACUUM FULL, CLUSTER, ALTER TABLE ... TYPE, which the catalog does
-// not tell apart) or a new partition that holds rows asks the table to react with its policy
-// (resync, or stop); a new empty partition (the usual time partition made ahead of time) is
-// accepted and recorded.
+// Partitions: replicated through its root (publish_via_partition_root), a partitioned table's
+// row changes stream, but some partition maintenance changes the root's rows without any: ATTACH
+// PARTITION of a table that holds rows (they were never inserted through the root), DETACH
+// PARTITION and DROP of a partition (its rows leave without deletes), TRUNCATE of one partition
+// (pgoutput publishes a TRUNCATE only for the root then), and a partition detached, changed and
+// attached again (its pg_inherits row is new: the xmin of that row is the attach marker). A
+// partition gone, one with new storage (the catalog cannot tell a TRUNCATE of a partition from a
+// rewrite), one attached again, or a new partition that holds rows asks the table to react
+// (tables[].on_partition_change); a new empty partition (the usual time partition made ahead of
+// time) is accepted and recorded (Compare).
+//
+// Each table's storage is recorded (Record) as its sink content corresponds to it: under the
+// snapshot of every backfill (RecordSnapshot, the base), and whenever the reader accepts a change.
+// The reader compares the current catalog with it (Watcher.Check) at its start, at every RELATION
+// message of the table (an ALTER ... TYPE invalidates the table's cache entry, so pgoutput sends
+// one before the table's next change) and periodically. A table whose OID changed (dropped and
+// re-created) is not a rewrite: its new storage is recorded without a reaction (the reader's
+// identity check handles it).
 //
 // The records live in the pipeline's staging store: every worker that backfills a table or reads
 // the stream reaches it, it outlives worker restarts and continue-as-new, and it keeps the
