@@ -147,6 +147,7 @@ func docSamples() map[string]any {
 		"tables[].exclude_columns":                        []any{"secret"},
 		"tables[].where":                                  "status <> 'archived'",
 		"tables[].on_partition_change":                    "stop",
+		"tables[].on_rewrite":                             "stop",
 		"tables[].iceberg.partition_by":                   []any{"truncate(4, name)", "bucket(16, id)"},
 		"tables[].iceberg.sort_by":                        []any{"id desc"},
 		"tables[].iceberg.properties[].key":               "write.metadata.previous-versions-max",
@@ -406,6 +407,7 @@ func docDefaults(t *testing.T, doc string) map[string]any {
 // the key left unset (the loader keeps it empty): there the literal need only load.
 var downstreamDefaults = map[string]bool{
 	"tables[].on_partition_change": true, // source.TableConfig.OnPartitionChange: empty resyncs
+	"tables[].on_rewrite":          true, // source.TableConfig.OnRewrite: empty resyncs
 }
 
 // TestDocsDefaultsAreTheLoaders keeps the Default column of docs/config.md and the defaults the

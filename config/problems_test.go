@@ -272,6 +272,7 @@ func problemCases() []problemCase {
 		{"source not qualified", []edit{set("tables.0.source", "orders")}, []want{{"tables[0].source", `"orders" is not schema-qualified; write schema.table, such as public.orders`}}},
 		{"source three parts", []edit{set("tables.0.source", "db.public.orders")}, []want{{"tables[0].source", `"db.public.orders" has 3 parts`}}},
 		{"partition reaction unknown", []edit{set("tables.0.on_partition_change", "ignore")}, []want{{"tables[0].on_partition_change", `"ignore" is not a reaction; use one of resync, stop`}}},
+		{"rewrite reaction unknown", []edit{set("tables.0.on_rewrite", "follow")}, []want{{"tables[0].on_rewrite", `"follow" is not a reaction; use one of resync, stop`}}},
 		{"source syntax", []edit{set("tables.0.source", "public.order items")}, []want{{"tables[0].source", `"public.order items" is not a valid table name: unexpected ' ' at byte 12; quote names`}}},
 		{"source unterminated quote", []edit{set("tables.0.source", `public."orders`)}, []want{{"tables[0].source", "unterminated quoted name"}}},
 		{"source empty part", []edit{set("tables.0.source", "public.")}, []want{{"tables[0].source", "empty name"}}},
