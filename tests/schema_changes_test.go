@@ -12,8 +12,10 @@ import (
 // TestSchemaChangesEverySink runs the schema-change matrix of docs/schema-changes.md on every
 // sink, one streaming pipeline of public.items per sink, the cases one after the other:
 //
-//   - Type widening while streaming (int → bigint, numeric(10,2) → numeric(14,2)): applied,
-//     the sink's columns widened in place; the sink equals the source over every column.
+//   - Type widening while streaming (int → bigint, numeric(10,2) → numeric(14,2)): the sink's
+//     columns widened in place, and since int → bigint rewrites the table (Postgres rewrites
+//     every row, with or without USING) the table resyncs (its backfill position changes); the
+//     sink equals the source over every column.
 //   - DROP COLUMN while streaming: applied; the sink equals the source key by key over the
 //     columns left (the sink keeps the dropped column, NULL for rows written since).
 //   - RENAME COLUMN while streaming: the table stops with SchemaChanged naming the rename and the
@@ -42,10 +44,15 @@ func TestSchemaChangesEverySink(t *testing.T) {
 			s.p.waitStream(itemsTable)
 
 			// Type widening: followed, the sink's columns widened in place (every column compared,
-			// values beyond the old types' range included).
+			// values beyond the old types' range included); int → bigint rewrote the table, so it
+			// resynced.
+			before := backfillPosition(t, s.p, itemsTable)
 			s.p.exec(`ALTER TABLE public.items ALTER COLUMN qty TYPE bigint, ALTER COLUMN price TYPE numeric(14,2)`,
 				`UPDATE public.items SET qty = 5000000000 + id, price = 123456789012.34 WHERE id <= 10`)
 			equalOver("after widening qty to bigint and price to numeric(14,2)", d.items)
+			if backfillPosition(t, s.p, itemsTable) == before {
+				t.Fatalf("int → bigint rewrote the table, but it did not resync")
+			}
 
 			// DROP COLUMN: followed, never a stop.
 			s.p.exec(`ALTER TABLE public.items DROP COLUMN price`,
