@@ -47,7 +47,7 @@ func (v *validator) tables(c *Config) {
 }
 
 // partitionPolicies are the values of tables[].on_partition_change and tables[].on_rewrite
-// (partitions.Policy).
+// (catalogwatch.Policy).
 var partitionPolicies = []string{"resync", "stop"}
 
 // filters checks a table's column list (columns or exclude_columns, not both) and row filter.

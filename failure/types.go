@@ -50,7 +50,7 @@ const (
 	// activities refuse such a table as NotConfigured.
 	TableRemoved = "TableRemoved"
 	// PartitionChanged: a table with on_partition_change: stop saw its partitions change
-	// (package partitions); it fails until the operator resyncs it.
+	// (package catalogwatch); it fails until the operator resyncs it.
 	PartitionChanged = "PartitionChanged"
 	// TableRewritten: a table with on_rewrite: stop had its storage rewritten with a change of a
 	// column (ALTER COLUMN ... TYPE to the same type with USING, or a widening that rewrites):

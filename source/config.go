@@ -30,7 +30,7 @@ type TableConfig struct {
 	// only rows for which it is true are replicated; the backfill reads with the same WHERE.
 	Where string `json:"where,omitempty"`
 	// OnPartitionChange is how a partitioned table reacts to partition changes the WAL cannot
-	// show (package partitions): resync (also when empty) or stop.
+	// show (package catalogwatch): resync (also when empty) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
 	// OnRewrite is how a table reacts to a rewrite of its values the WAL cannot show (package
 	// partitions): resync (also when empty) or stop.

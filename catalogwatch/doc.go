@@ -1,4 +1,4 @@
-// Package partitions notices the changes to a replicated table's rows that the WAL cannot show
+// Package catalogwatch notices the changes to a replicated table's rows that the WAL cannot show
 // but the catalog can, on every replicated table: rewrites of its values and, for a partitioned
 // table, partition maintenance; and it says how the table must react.
 //
@@ -36,4 +36,4 @@
 // and the reader's record are two documents, each with one writer; the reader's names the base
 // it extends (its epoch), so a backfill that completes while the reader writes is never
 // overwritten by a record of the older content.
-package partitions
+package catalogwatch

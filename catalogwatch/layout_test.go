@@ -1,4 +1,4 @@
-package partitions
+package catalogwatch
 
 import (
 	"context"
