@@ -90,6 +90,17 @@ type Watcher struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// settled is, per table, the storage last found equal to the table's record (or recorded)
+	// and the base that record extended: while the catalog still shows that storage and no
+	// backfill recorded a new base, the reader's record (written only by this Watcher during a
+	// run) need not be read again.
+	settled map[batch.TableName]settledStorage
+}
+
+type settledStorage struct {
+	st   source.Storage
+	base string // the base's epoch; "" when there was none
 }
 
 // Check reads the current storage of the tables (of only those in only, when it is not nil)
@@ -120,6 +131,16 @@ func (w *Watcher) Check(ctx context.Context, cat Catalog, only []batch.TableName
 		if !ok {
 			continue // gone or renamed: not a storage change (the reader and setup see it)
 		}
+		if prev, ok := w.settled[t.Name]; ok && reflect.DeepEqual(prev.st, st) {
+			base, _, err := get(ctx, w.Store, w.Pipeline, baseName(t.Name))
+			if err != nil {
+				return out, fmt.Errorf("table %s: checking its storage: %w", t.Name, err)
+			}
+			if base.Epoch == prev.base {
+				continue
+			}
+		}
+		delete(w.settled, t.Name)
 		r, err := w.check(ctx, cat, t, st, seen)
 		if err != nil {
 			return out, fmt.Errorf("table %s: checking its storage: %w", t.Name, err)
@@ -180,9 +201,14 @@ func (w *Watcher) check(ctx context.Context, cat Catalog, t Table, st source.Sto
 	values := rw.reason()
 	if parts == "" && values == "" {
 		if !legacy && reflect.DeepEqual(*ref.Storage, st.TableStorage) && slices.Equal(ref.Partitions, st.Partitions) {
+			w.settle(t.Name, st, ref.Epoch)
 			return nil, nil
 		}
-		return nil, w.acceptQuietly(ctx, t, ref, st, rw, d)
+		if err := w.acceptQuietly(ctx, t, ref, st, rw, d); err != nil {
+			return nil, err
+		}
+		w.settle(t.Name, st, ref.Epoch)
+		return nil, nil
 	}
 	re := &Reaction{Table: t.Name, Policy: PolicyResync, ErrType: failure.PartitionChanged, Seen: seen, ref: ref}
 	re.Reason = strings.Join(slices.DeleteFunc([]string{values, parts}, func(s string) bool { return s == "" }), "; ")
@@ -239,6 +265,14 @@ func (w *Watcher) Resyncing(ctx context.Context, table batch.TableName, reason s
 // accept records st as the table's storage, extending ref's epoch.
 func (w *Watcher) accept(ctx context.Context, ref Record, st source.Storage) error {
 	return put(ctx, w.Store, w.Pipeline, readerName(ref.Table), newRecord(ref.Table, ref.Epoch, st, w.now()))
+}
+
+// settle notes that the table's record, which extends the base of epoch base, holds st.
+func (w *Watcher) settle(table batch.TableName, st source.Storage, base string) {
+	if w.settled == nil {
+		w.settled = map[batch.TableName]settledStorage{}
+	}
+	w.settled[table] = settledStorage{st: st, base: base}
 }
 
 func (w *Watcher) log() *slog.Logger {
