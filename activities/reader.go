@@ -11,10 +11,10 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/catalogwatch"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
-	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/reader"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -167,21 +167,23 @@ func (a *Reader) ReadStream(ctx context.Context, in ReadStreamInput) (_ ReadStre
 		Heartbeat: func(ctx context.Context, progress reader.Result) {
 			beat.record(ctx, readStreamResult(progress))
 		},
-		Logger:     logOrDiscard(a.Logger).With(logkey.Pipeline, in.Pipeline, logkey.Slot, cfg.Slot),
-		Partitions: partitionWatcher(a.Staging, in.Pipeline, cfg, logOrDiscard(a.Logger)),
+		Logger:       logOrDiscard(a.Logger).With(logkey.Pipeline, in.Pipeline, logkey.Slot, cfg.Slot),
+		CatalogWatch: catalogWatcher(a.Staging, in.Pipeline, cfg, logOrDiscard(a.Logger)),
 	})
 	return readStreamResult(res), readerError(err)
 }
 
-// partitionWatcher watches the partitions of the pipeline's tables (those that are partitioned)
-// with each table's tables[].on_partition_change and row filter; nil without a staging store.
-func partitionWatcher(store *staging.Store, pipeline string, cfg source.Config, log *slog.Logger) reader.PartitionWatch {
+// catalogWatcher watches the storage of the pipeline's tables and the partitions of those that
+// are partitioned, with each table's tables[].on_rewrite, on_partition_change and row filter;
+// nil without a staging store.
+func catalogWatcher(store *staging.Store, pipeline string, cfg source.Config, log *slog.Logger) reader.CatalogWatch {
 	if store == nil {
 		return nil
 	}
-	w := &partitions.Watcher{Pipeline: pipeline, Store: store, Logger: log.With(logkey.Pipeline, pipeline, logkey.Module, "partitions")}
+	w := &catalogwatch.Watcher{Pipeline: pipeline, Store: store, Logger: log.With(logkey.Pipeline, pipeline, logkey.Module, "catalogwatch")}
 	for _, t := range cfg.Tables {
-		w.Tables = append(w.Tables, partitions.Table{Name: t.Table, Policy: partitions.Policy(t.OnPartitionChange), Where: t.Where})
+		w.Tables = append(w.Tables, catalogwatch.Table{Name: t.Table, Policy: catalogwatch.Policy(t.OnPartitionChange),
+			OnRewrite: catalogwatch.Policy(t.OnRewrite), Where: t.Where})
 	}
 	return w
 }

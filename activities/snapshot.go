@@ -12,12 +12,12 @@ import (
 
 	"github.com/sluicecdc/sluice/backfill"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/catalogwatch"
 	"github.com/sluicecdc/sluice/commit"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/faults"
 	"github.com/sluicecdc/sluice/internal/logkey"
 	"github.com/sluicecdc/sluice/metrics"
-	"github.com/sluicecdc/sluice/partitions"
 	"github.com/sluicecdc/sluice/sinks"
 	"github.com/sluicecdc/sluice/source"
 	"github.com/sluicecdc/sluice/staging"
@@ -45,9 +45,9 @@ type Backfill struct {
 	Metrics *metrics.Metrics
 	// Authority is the worker's config that every input is checked against; nil refuses all.
 	Authority *Authority
-	// Partitions keeps, for a partitioned table, the partition set of each backfill's snapshot
-	// (package partitions); nil records none.
-	Partitions staging.State
+	// CatalogRecords keeps each table's storage (and a partitioned table's partition set) under each
+	// backfill's snapshot (package catalogwatch); nil records none.
+	CatalogRecords staging.State
 
 	mu   sync.Mutex
 	open map[string]*backfill.Session // by exported snapshot name
@@ -99,7 +99,7 @@ func (a *Backfill) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ 
 		_ = snap.Close(context.WithoutCancel(ctx))
 		return SnapshotInfo{}, sourceError("estimating the rows of table "+in.Table.Table().String(), err)
 	}
-	if err := a.recordPartitions(ctx, in.Table, snap); err != nil {
+	if err := a.recordStorage(ctx, in.Table, snap); err != nil {
 		_ = snap.Close(context.WithoutCancel(ctx))
 		return SnapshotInfo{}, err
 	}
@@ -119,23 +119,24 @@ func (a *Backfill) BeginSnapshot(ctx context.Context, in BeginSnapshotInput) (_ 
 	}, nil
 }
 
-// recordPartitions records the partitions of a partitioned table as its snapshot shows them:
-// the set the backfill's content corresponds to (partitions.RecordSnapshot).
-func (a *Backfill) recordPartitions(ctx context.Context, t TableConfig, snap *source.Snapshot) error {
-	if a.Partitions == nil {
+// recordStorage records the storage of the table (and the partitions of a partitioned one)
+// as its snapshot shows them: what the backfill's content corresponds to
+// (catalogwatch.RecordSnapshot).
+func (a *Backfill) recordStorage(ctx context.Context, t TableConfig, snap *source.Snapshot) error {
+	if a.CatalogRecords == nil {
 		return nil
 	}
-	parts, err := snap.Partitions(ctx, []batch.TableName{t.Table()})
+	all, err := snap.Storage(ctx, []batch.TableName{t.Table()})
 	if err != nil {
-		return sourceError("listing the partitions of table "+t.Table().String()+" under its snapshot", err)
+		return sourceError("reading the storage of table "+t.Table().String()+" under its snapshot", err)
 	}
-	set, partitioned := parts[t.Table()]
-	if !partitioned {
-		return nil
+	st, ok := all[t.Table()]
+	if !ok {
+		return nil // gone under the snapshot: the copy fails by itself
 	}
-	epoch := partitions.Epoch(snap.Name(), batch.Position{LSN: snap.LSN()})
-	if err := partitions.RecordSnapshot(ctx, a.Partitions, t.Pipeline, t.Table(), epoch, set, time.Now()); err != nil {
-		return fmt.Errorf("recording the partitions of table %s under its snapshot: %w", t.Table(), err)
+	epoch := catalogwatch.Epoch(snap.Name(), batch.Position{LSN: snap.LSN()})
+	if err := catalogwatch.RecordSnapshot(ctx, a.CatalogRecords, t.Pipeline, t.Table(), epoch, st, time.Now()); err != nil {
+		return fmt.Errorf("recording the storage of table %s under its snapshot: %w", t.Table(), err)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ type SinkProvider interface {
 
 // TableStopper is an optional capability of a TableStarter: Stop fails the table's running
 // workflow with a non-retryable error of type errType and message msg, unless it backfilled
-// from a snapshot other than epoch's (partitions.Epoch) in its run; a table that does not run
+// from a snapshot other than epoch's (catalogwatch.Epoch) in its run; a table that does not run
 // is left alone. Idempotent and safe for concurrent use.
 type TableStopper interface {
 	Stop(ctx context.Context, table TableConfig, errType, msg, epoch string) error

@@ -300,6 +300,10 @@ type Table struct {
 	// column): resync (the default: the target is backfilled again, so the column is NULL in
 	// every row) or keep (the rows not changed since keep their last value there).
 	OnDropColumn string `json:"on_drop_column,omitempty"`
+	// OnRewrite is how a table reacts to a rewrite of its values the WAL cannot show (ALTER
+	// COLUMN ... TYPE to the same type with USING, or a widening that rewrites the table):
+	// resync (the default) or stop.
+	OnRewrite string `json:"on_rewrite,omitempty"`
 	// Iceberg is the target's partitioning, sort order and properties (sink.type iceberg only).
 	Iceberg *TableIceberg `json:"iceberg,omitempty"`
 }

@@ -149,6 +149,7 @@ func docSamples() map[string]any {
 		"tables[].on_partition_change":                    "stop",
 		"tables[].on_recreate":                            "resync",
 		"tables[].on_drop_column":                         "keep",
+		"tables[].on_rewrite":                             "stop",
 		"tables[].iceberg.partition_by":                   []any{"truncate(4, name)", "bucket(16, id)"},
 		"tables[].iceberg.sort_by":                        []any{"id desc"},
 		"tables[].iceberg.properties[].key":               "write.metadata.previous-versions-max",
@@ -410,6 +411,7 @@ var downstreamDefaults = map[string]bool{
 	"tables[].on_partition_change": true, // source.TableConfig.OnPartitionChange: empty resyncs
 	"tables[].on_recreate":         true, // source.TableConfig.OnRecreate: empty stops (reader.RecreateStop)
 	"tables[].on_drop_column":      true, // source.TableConfig.OnDropColumn: empty resyncs
+	"tables[].on_rewrite":          true, // source.TableConfig.OnRewrite: empty resyncs
 }
 
 // TestDocsDefaultsAreTheLoaders keeps the Default column of docs/config.md and the defaults the

@@ -274,6 +274,7 @@ func problemCases() []problemCase {
 		{"partition reaction unknown", []edit{set("tables.0.on_partition_change", "ignore")}, []want{{"tables[0].on_partition_change", `"ignore" is not a reaction; use one of resync, stop`}}},
 		{"recreate reaction unknown", []edit{set("tables.0.on_recreate", "ignore")}, []want{{"tables[0].on_recreate", `"ignore" is not a reaction; use one of stop, resync`}}},
 		{"drop column reaction unknown", []edit{set("tables.0.on_drop_column", "follow")}, []want{{"tables[0].on_drop_column", `"follow" is not a reaction; use one of resync, keep`}}},
+		{"rewrite reaction unknown", []edit{set("tables.0.on_rewrite", "follow")}, []want{{"tables[0].on_rewrite", `"follow" is not a reaction; use one of resync, stop`}}},
 		{"source syntax", []edit{set("tables.0.source", "public.order items")}, []want{{"tables[0].source", `"public.order items" is not a valid table name: unexpected ' ' at byte 12; quote names`}}},
 		{"source unterminated quote", []edit{set("tables.0.source", `public."orders`)}, []want{{"tables[0].source", "unterminated quoted name"}}},
 		{"source empty part", []edit{set("tables.0.source", "public.")}, []want{{"tables[0].source", "empty name"}}},

@@ -45,6 +45,9 @@ func (v *validator) tables(c *Config) {
 		if t.OnDropColumn != "" && !slices.Contains(dropColumnPolicies, t.OnDropColumn) {
 			v.ps.add(p+".on_drop_column", "%q is not a reaction; use one of %s", t.OnDropColumn, strings.Join(dropColumnPolicies, ", "))
 		}
+		if t.OnRewrite != "" && !slices.Contains(partitionPolicies, t.OnRewrite) {
+			v.ps.add(p+".on_rewrite", "%q is not a reaction; use one of %s", t.OnRewrite, strings.Join(partitionPolicies, ", "))
+		}
 		v.tableIceberg(p+".iceberg", t, c.Sink.Type)
 	}
 }
@@ -52,7 +55,8 @@ func (v *validator) tables(c *Config) {
 // recreatePolicies are the values of tables[].on_recreate (reader.OnRecreate).
 var recreatePolicies = []string{"stop", "resync"}
 
-// partitionPolicies are the values of tables[].on_partition_change (partitions.Policy).
+// partitionPolicies are the values of tables[].on_partition_change and tables[].on_rewrite
+// (catalogwatch.Policy).
 var partitionPolicies = []string{"resync", "stop"}
 
 // dropColumnPolicies are the values of tables[].on_drop_column (source.TableConfig.OnDropColumn).

@@ -120,6 +120,8 @@ func resyncOnly(errType string) (why string, ok bool) {
 		return "the table was dropped and re-created: the new table's rows never streamed", true
 	case failure.PublicationChanged:
 		return "the publication did not carry some of the table's changes for a while, and those changes never streamed", true
+	case failure.TableRewritten:
+		return "a rewrite of the table (ALTER COLUMN ... TYPE) changed every row's value without writing them to the WAL", true
 	}
 	return "", false
 }

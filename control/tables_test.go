@@ -138,6 +138,7 @@ func TestResyncOnly(t *testing.T) {
 		{failure.StagedBatchMissing, true},
 		{failure.SchemaChanged, true},
 		{failure.PartitionChanged, true},
+		{failure.TableRewritten, true},
 		{failure.PoisonBatch, false},
 		{unknownFailure, false},
 		{"", false},

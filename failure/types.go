@@ -50,8 +50,13 @@ const (
 	// activities refuse such a table as NotConfigured.
 	TableRemoved = "TableRemoved"
 	// PartitionChanged: a table with on_partition_change: stop saw its partitions change
-	// (package partitions); it fails until the operator resyncs it.
+	// (package catalogwatch); it fails until the operator resyncs it.
 	PartitionChanged = "PartitionChanged"
+	// TableRewritten: a table with on_rewrite: stop had its storage rewritten with a change of a
+	// column (ALTER COLUMN ... TYPE to the same type with USING, or a widening that rewrites):
+	// Postgres rewrote the existing rows' values without writing them to the WAL (package
+	// partitions). It fails until the operator resyncs it; a resume is refused.
+	TableRewritten = "TableRewritten"
 	// SchemaChanged: a table fails after a schema change the stream cannot carry into the sink:
 	// a column renamed in place, or retyped in a way that changed the values Postgres holds
 	// (text → int). The remedy is a resync.

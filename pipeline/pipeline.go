@@ -97,7 +97,7 @@ func SourceTables(cfg *config.Config) []source.TableConfig {
 		name, _ := t.SourceName()
 		out = append(out, source.TableConfig{Table: name, Key: t.KeyColumns(),
 			Columns: t.IncludedColumns(), ExcludeColumns: t.ExcludedColumns(), Where: t.Where,
-			OnPartitionChange: t.OnPartitionChange, OnRecreate: t.OnRecreate, OnDropColumn: t.OnDropColumn})
+			OnPartitionChange: t.OnPartitionChange, OnRecreate: t.OnRecreate, OnDropColumn: t.OnDropColumn, OnRewrite: t.OnRewrite})
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func (r *run) handle(ctx context.Context, ev source.Event) error {
 		if r.deps.Heartbeat != nil {
 			r.deps.Heartbeat(ctx, r.result)
 		}
-		if err := r.checkPartitions(ctx, now); err != nil {
+		if err := r.checkCatalogDue(ctx, now); err != nil {
 			return err
 		}
 		if err := r.checkIdentityDue(ctx, now); err != nil {

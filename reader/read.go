@@ -122,9 +122,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Partitions, when set, is checked at the run's start and every ListEvery for partition
-	// changes the WAL cannot show (checkPartitions).
-	Partitions PartitionWatch
+	// CatalogWatch, when set, is checked at the run's start, at every RELATION of a table and
+	// every ListEvery for rewrites and partition changes the WAL cannot show (checkCatalog).
+	CatalogWatch CatalogWatch
 	// SchemaRecords, when set, keeps the schema the reader last followed per table
 	// (recordedSchemas); nil starts every run from the catalog's schemas.
 	SchemaRecords staging.State
@@ -201,10 +201,10 @@ type run struct {
 	// unlisted are the tables met in the stream that the run does not read, and whether each
 	// holds the slot (see unlistedTable).
 	unlisted map[batch.TableName]bool
-	// partitionsChecked is when the partition watch last ran, and stopping the reason each
-	// table was last stopped for (logged once).
-	partitionsChecked time.Time
-	stopping          map[batch.TableName]string
+	// catalogChecked is when the catalog watch last ran for every table, and stopping the
+	// reason each table was last stopped for (logged once).
+	catalogChecked time.Time
+	stopping       map[batch.TableName]string
 	// records are the schemas recorded per table (recordedSchemas), nil without SchemaRecords.
 	records map[batch.TableName]schemaRecord
 	// identities are the identities recorded per table (identityRecord), and identityChecked

@@ -30,7 +30,7 @@ type TableConfig struct {
 	// only rows for which it is true are replicated; the backfill reads with the same WHERE.
 	Where string `json:"where,omitempty"`
 	// OnPartitionChange is how a partitioned table reacts to partition changes the WAL cannot
-	// show (package partitions): resync (also when empty) or stop.
+	// show (package catalogwatch): resync (also when empty) or stop.
 	OnPartitionChange string `json:"on_partition_change,omitempty"`
 	// OnRecreate is how the table reacts to a new relation OID or a publication gap (the
 	// reader's identity check): stop (also when empty) or resync.
@@ -38,6 +38,9 @@ type TableConfig struct {
 	// OnDropColumn is what the reader does when a column of the table is dropped: resync (also
 	// when empty) or keep (follow the stream; rows not changed since keep their last value).
 	OnDropColumn string `json:"on_drop_column,omitempty"`
+	// OnRewrite is how a table reacts to a rewrite of its values the WAL cannot show (package
+	// catalogwatch): resync (also when empty) or stop.
+	OnRewrite string `json:"on_rewrite,omitempty"`
 }
 
 // filtered reports whether t replicates only some columns or rows.

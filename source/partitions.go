@@ -20,6 +20,10 @@ type Partition struct {
 	// RelFileNode is the partition's storage (pg_class.relfilenode): TRUNCATE, VACUUM FULL,
 	// CLUSTER and table rewrites give it a new one; 0 for a partition that is itself partitioned.
 	RelFileNode uint32 `json:"relfilenode"`
+	// Attached is the xmin of the partition's pg_inherits row: the transaction that created it
+	// as a partition or last attached it (a DETACH deletes the row, an ATTACH writes a new one).
+	// 0 when unknown (a record of an older release).
+	Attached uint32 `json:"attached,omitempty"`
 }
 
 // partitionsSQL lists the partitions, at every depth, of the tables among $1 (quoted names)
@@ -28,13 +32,13 @@ type Partition struct {
 // under an imported snapshot it shows the catalog of the snapshot (pg_partition_tree reads the
 // latest catalog instead).
 const partitionsSQL = `
-WITH RECURSIVE tree(root, relid) AS (
-  SELECT c.oid, c.oid FROM pg_catalog.pg_class c
+WITH RECURSIVE tree(root, relid, attached) AS (
+  SELECT c.oid, c.oid, '0'::text FROM pg_catalog.pg_class c
   WHERE c.relkind = 'p' AND c.oid IN (SELECT to_regclass(x) FROM unnest($1::text[]) AS x)
   UNION ALL
-  SELECT t.root, i.inhrelid FROM tree t JOIN pg_catalog.pg_inherits i ON i.inhparent = t.relid
+  SELECT t.root, i.inhrelid, i.xmin::text FROM tree t JOIN pg_catalog.pg_inherits i ON i.inhparent = t.relid
 )
-SELECT rn.nspname, r.relname, n.nspname, c.relname, c.oid::text, c.relfilenode::text
+SELECT rn.nspname, r.relname, n.nspname, c.relname, c.oid::text, c.relfilenode::text, t.attached
 FROM tree t
 JOIN pg_catalog.pg_class r ON r.oid = t.root JOIN pg_catalog.pg_namespace rn ON rn.oid = r.relnamespace
 JOIN pg_catalog.pg_class c ON c.oid = t.relid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`
@@ -57,10 +61,11 @@ func ListPartitions(ctx context.Context, conn *pgconn.PgConn, tables []batch.Tab
 		p := Partition{Table: batch.TableName{Schema: string(row[2]), Name: string(row[3])}}
 		oid, err1 := strconv.ParseUint(string(row[4]), 10, 32)
 		node, err2 := strconv.ParseUint(string(row[5]), 10, 32)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("listing the partitions of table %s: bad oid %q or relfilenode %q", root, row[4], row[5])
+		attached, err3 := strconv.ParseUint(string(row[6]), 10, 32)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, fmt.Errorf("listing the partitions of table %s: bad oid %q, relfilenode %q or pg_inherits xmin %q", root, row[4], row[5], row[6])
 		}
-		p.OID, p.RelFileNode = uint32(oid), uint32(node)
+		p.OID, p.RelFileNode, p.Attached = uint32(oid), uint32(node), uint32(attached)
 		if _, ok := out[root]; !ok {
 			out[root] = []Partition{}
 		}

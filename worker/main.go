@@ -157,7 +157,7 @@ func run(ctx context.Context, o options) error {
 	conns := &source.Pool{}              // the activities' short catalog reads share connections
 	defer conns.Close()
 	backfills := &activities.Backfill{Sinks: sinkSet, Sources: sources, Logger: log.With(logkey.Module, "snapshot"), Faults: faultPoints,
-		Authority: authority, Metrics: m, Partitions: store}
+		Authority: authority, Metrics: m, CatalogRecords: store}
 	defer activities.CloseSnapshots(context.Background(), backfills)
 
 	nameBinary(version.Get().BuildID())

@@ -11,9 +11,9 @@ import (
 
 	"github.com/sluicecdc/sluice/activities"
 	"github.com/sluicecdc/sluice/batch"
+	"github.com/sluicecdc/sluice/catalogwatch"
 	"github.com/sluicecdc/sluice/failure"
 	"github.com/sluicecdc/sluice/internal/logkey"
-	"github.com/sluicecdc/sluice/partitions"
 )
 
 // backfill copies the table under an exported snapshot: DiscardSnapshot first (whatever a lost
@@ -79,7 +79,7 @@ func (t *table) backfill(ctx workflow.Context) error {
 	}
 	t.progress.Done = true
 	t.position, t.hasPosition = info.Position, true
-	t.epoch = partitions.Epoch(info.Name, info.Position.Position)
+	t.epoch = catalogwatch.Epoch(info.Name, info.Position.Position)
 	t.rows += t.progress.Rows
 	return nil
 }

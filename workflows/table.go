@@ -40,7 +40,7 @@ type table struct {
 	paused    bool
 	resync    bool
 	stop      *StopRequest // SignalStop: fail the run with it
-	epoch     string       // the snapshot of this run's last backfill (partitions.Epoch)
+	epoch     string       // the snapshot of this run's last backfill (catalogwatch.Epoch)
 	rows      int64
 	batches   int64
 	runs      int

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/sluicecdc/sluice/catalogwatch"
 	"github.com/sluicecdc/sluice/failure"
-	"github.com/sluicecdc/sluice/partitions"
 )
 
 // finish runs the workflow, canceling it at stopAt (0: it must end by itself), and returns its
@@ -289,7 +289,7 @@ func TestTableWorkflowStartedWithoutColumnsReadsTheSchema(t *testing.T) {
 // epoch) is ignored.
 func TestTableWorkflowStopSignal(t *testing.T) {
 	t.Parallel()
-	current := partitions.Epoch("00000003-1", sp(1000).Position) // what world.begin exports
+	current := catalogwatch.Epoch("00000003-1", sp(1000).Position) // what world.begin exports
 	tests := []struct {
 		name     string
 		hasPos   bool

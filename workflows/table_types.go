@@ -101,7 +101,7 @@ type TableState struct {
 type StopRequest struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
-	// Epoch is the backfill whose content the reason was found against (partitions.Epoch; ""
+	// Epoch is the backfill whose content the reason was found against (catalogwatch.Epoch; ""
 	// when unknown): a run that backfilled from another snapshot since ignores the request,
 	// which was meant for the content that backfill replaced (the reader asks again if the
 	// reason still applies).

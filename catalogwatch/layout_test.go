@@ -1,4 +1,4 @@
-package partitions
+package catalogwatch
 
 import (
 	"context"
@@ -24,7 +24,8 @@ func TestRecordLayout(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = store.Close() })
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := RecordSnapshot(ctx, store, "p-1", root, "s1@0/10:0", []source.Partition{part("ev_a", 1, 11)}, at); err != nil {
+	st := source.Storage{TableStorage: rootStorage, Partitioned: true, Partitions: []source.Partition{attached(part("ev_a", 1, 11), 700)}}
+	if err := RecordSnapshot(ctx, store, "p-1", root, "s1@0/10:0", st, at); err != nil {
 		t.Fatal(err)
 	}
 	w := &Watcher{Pipeline: "p-1", Tables: []Table{{Name: root}}, Store: store, Now: func() time.Time { return at }}
@@ -37,9 +38,9 @@ func TestRecordLayout(t *testing.T) {
 		want string
 	}{
 		{"base", "p-1/_state/partitions%2Fpublic%2Eev%2Fbase.json",
-			`{"table":{"schema":"public","name":"ev"},"epoch":"s1@0/10:0","partitions":[{"table":{"schema":"public","name":"ev_a"},"oid":1,"relfilenode":11}],"recorded":"2026-01-02T03:04:05Z"}`},
+			`{"table":{"schema":"public","name":"ev"},"epoch":"s1@0/10:0","storage":{"oid":100,"relfilenode":0,"columns":[{"num":1,"name":"id","xmin":5,"type_oid":20,"type_mod":-1}]},"partitions":[{"table":{"schema":"public","name":"ev_a"},"oid":1,"relfilenode":11,"attached":700}],"recorded":"2026-01-02T03:04:05Z"}`},
 		{"reader", "p-1/_state/partitions%2Fpublic%2Eev%2Freader.json",
-			`{"table":{"schema":"public","name":"ev"},"epoch":"s1@0/10:0","partitions":[{"table":{"schema":"public","name":"ev_a"},"oid":1,"relfilenode":11}],"recorded":"2026-01-02T03:04:05Z","pending":"TRUNCATE"}`},
+			`{"table":{"schema":"public","name":"ev"},"epoch":"s1@0/10:0","storage":{"oid":100,"relfilenode":0,"columns":[{"num":1,"name":"id","xmin":5,"type_oid":20,"type_mod":-1}]},"partitions":[{"table":{"schema":"public","name":"ev_a"},"oid":1,"relfilenode":11,"attached":700}],"recorded":"2026-01-02T03:04:05Z","pending":"TRUNCATE"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

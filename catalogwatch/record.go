@@ -1,10 +1,11 @@
-package partitions
+package catalogwatch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicecdc/sluice/batch"
@@ -12,14 +13,18 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-// Record is a partitioned table's partition set as its sink content corresponds to it.
+// Record is a table's storage (and, for a partitioned table, its partition set) as its sink
+// content corresponds to it.
 type Record struct {
 	Table batch.TableName `json:"table"`
 	// Epoch names the backfill whose snapshot the content starts from (its snapshot's name and
 	// position); "" before any backfill recorded one.
-	Epoch      string             `json:"epoch"`
-	Partitions []source.Partition `json:"partitions"`
-	Recorded   time.Time          `json:"recorded"`
+	Epoch string `json:"epoch"`
+	// Storage is the table's own storage; nil in a record of an older release (the table's
+	// next check records it).
+	Storage    *source.TableStorage `json:"storage,omitempty"`
+	Partitions []source.Partition   `json:"partitions"`
+	Recorded   time.Time            `json:"recorded"`
 	// Pending, in the reader's record, is the reaction asked of the table for a change of this
 	// epoch's set: the reader waits for the backfill it asked for (a new epoch) instead of
 	// asking again.
@@ -34,11 +39,18 @@ func Epoch(snapshot string, pos batch.Position) string { return snapshot + "@" +
 func baseName(t batch.TableName) string   { return "partitions/" + t.String() + "/base" }
 func readerName(t batch.TableName) string { return "partitions/" + t.String() + "/reader" }
 
-// RecordSnapshot records the partition set of a backfill's snapshot as the table's base, with
-// epoch naming the snapshot. parts is the set under the snapshot (source.Snapshot.Partitions);
-// call it before the backfill's rows are committed, so the base never lags the content.
-func RecordSnapshot(ctx context.Context, store staging.State, pipeline string, table batch.TableName, epoch string, parts []source.Partition, now time.Time) error {
-	return put(ctx, store, pipeline, baseName(table), Record{Table: table, Epoch: epoch, Partitions: parts, Recorded: now})
+// RecordSnapshot records the storage of a backfill's snapshot as the table's base, with epoch
+// naming the snapshot. st is the storage under the snapshot (source.Snapshot.Storage); call it
+// before the backfill's rows are committed, so the base never lags the content.
+func RecordSnapshot(ctx context.Context, store staging.State, pipeline string, table batch.TableName, epoch string, st source.Storage, now time.Time) error {
+	return put(ctx, store, pipeline, baseName(table), newRecord(table, epoch, st, now))
+}
+
+// newRecord is the record of storage st.
+func newRecord(table batch.TableName, epoch string, st source.Storage, now time.Time) Record {
+	own := st.TableStorage
+	own.Columns = slices.Clone(own.Columns)
+	return Record{Table: table, Epoch: epoch, Storage: &own, Partitions: slices.Clone(st.Partitions), Recorded: now}
 }
 
 // reference returns the set the table's sink content corresponds to, and the reader's record

@@ -1,4 +1,4 @@
-package partitions
+package catalogwatch
 
 import (
 	"context"
@@ -12,10 +12,19 @@ import (
 	"github.com/sluicecdc/sluice/staging"
 )
 
-var root = batch.TableName{Schema: "public", Name: "ev"}
+var (
+	root  = batch.TableName{Schema: "public", Name: "ev"}
+	plain = batch.TableName{Schema: "public", Name: "items"}
+)
 
 func part(name string, oid, node uint32) source.Partition {
 	return source.Partition{Table: batch.TableName{Schema: "public", Name: name}, OID: oid, RelFileNode: node}
+}
+
+// attached is p with the xmin of its pg_inherits row.
+func attached(p source.Partition, xmin uint32) source.Partition {
+	p.Attached = xmin
+	return p
 }
 
 func TestCompare(t *testing.T) {
@@ -31,6 +40,9 @@ func TestCompare(t *testing.T) {
 		{"new", []source.Partition{a}, []source.Partition{a, c}, Diff{New: []source.Partition{c}}},
 		{"gone", []source.Partition{a, b}, []source.Partition{a}, Diff{Gone: []source.Partition{b}}},
 		{"truncated", []source.Partition{a, b}, []source.Partition{a, part("ev_b", 2, 99)}, Diff{Rewritten: []source.Partition{part("ev_b", 2, 99)}}},
+		{"re-attached", []source.Partition{attached(a, 5)}, []source.Partition{attached(a, 9)}, Diff{Reattached: []source.Partition{attached(a, 9)}}},
+		{"attach marker unknown", []source.Partition{a}, []source.Partition{attached(a, 9)}, Diff{}},
+		{"re-attached and truncated is rewritten", []source.Partition{attached(a, 5)}, []source.Partition{attached(part("ev_a", 1, 40), 9)}, Diff{Rewritten: []source.Partition{attached(part("ev_a", 1, 40), 9)}}},
 		{"all at once", []source.Partition{a, b}, []source.Partition{part("ev_a", 1, 98), c}, Diff{
 			Gone: []source.Partition{b}, Rewritten: []source.Partition{part("ev_a", 1, 98)}, New: []source.Partition{c}}},
 	}
@@ -38,7 +50,7 @@ func TestCompare(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := Compare(tt.recorded, tt.cur)
-			if !slices.Equal(got.Gone, tt.want.Gone) || !slices.Equal(got.New, tt.want.New) || !slices.Equal(got.Rewritten, tt.want.Rewritten) {
+			if !slices.Equal(got.Gone, tt.want.Gone) || !slices.Equal(got.New, tt.want.New) || !slices.Equal(got.Rewritten, tt.want.Rewritten) || !slices.Equal(got.Reattached, tt.want.Reattached) {
 				t.Errorf("Compare = %+v, want %+v", got, tt.want)
 			}
 			if got.Empty() != tt.want.Empty() {
@@ -48,17 +60,26 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// catalog is a scripted Catalog: the partitions of root now and which partitions hold rows.
+// catalog is a scripted Catalog: root (partitioned) with its partitions now, plain (not
+// partitioned) with its storage, and which partitions hold rows.
 type catalog struct {
 	parts []source.Partition
+	plain source.TableStorage
 	rows  map[string]bool
 }
 
-func (c *catalog) Partitions(_ context.Context, tables []batch.TableName) (map[batch.TableName][]source.Partition, error) {
-	if !slices.Contains(tables, root) {
-		return nil, nil
+// rootStorage is root's own storage: a partitioned table has none.
+var rootStorage = source.TableStorage{OID: 100, Columns: []source.ColumnStamp{{Num: 1, Name: "id", Xmin: 5, TypeOID: 20, TypeMod: -1}}}
+
+func (c *catalog) Storage(_ context.Context, tables []batch.TableName) (map[batch.TableName]source.Storage, error) {
+	out := map[batch.TableName]source.Storage{}
+	if slices.Contains(tables, root) {
+		out[root] = source.Storage{TableStorage: rootStorage, Partitioned: true, Partitions: slices.Clone(c.parts)}
 	}
-	return map[batch.TableName][]source.Partition{root: slices.Clone(c.parts)}, nil
+	if slices.Contains(tables, plain) && c.plain.OID != 0 {
+		out[plain] = source.Storage{TableStorage: c.plain}
+	}
+	return out, nil
 }
 
 func (c *catalog) PartitionHasRows(_ context.Context, p batch.TableName, _ string) (bool, error) {
@@ -96,6 +117,19 @@ func TestWatcher(t *testing.T) {
 			{name: "backfill again", parts: []source.Partition{a, part("ev_c", 3, 13)}, base: "s3"},
 			{name: "truncated", parts: []source.Partition{part("ev_a", 1, 50), part("ev_c", 3, 13)}, want: "ev_a was truncated or rewritten"},
 		}},
+		{"re-attached", "", []step{
+			{name: "backfill", parts: []source.Partition{attached(a, 7), attached(b, 8)}, base: "s1"},
+			{name: "same attach", parts: []source.Partition{attached(a, 7), attached(b, 8)}},
+			{name: "detached and attached again between two checks", parts: []source.Partition{attached(a, 7), attached(b, 30)}, want: "ev_b was detached and attached again"},
+			{name: "asked once", parts: []source.Partition{attached(a, 7), attached(b, 30)}},
+			{name: "the backfill's base", parts: []source.Partition{attached(a, 7), attached(b, 30)}, base: "s2"},
+			{name: "settled", parts: []source.Partition{attached(a, 7), attached(b, 30)}},
+		}},
+		{"attach marker of an older record", "", []step{
+			{name: "backfill of an older release", parts: []source.Partition{a, b}, base: "s1"},
+			{name: "markers recorded, no reaction", parts: []source.Partition{attached(a, 7), attached(b, 8)}},
+			{name: "then compared", parts: []source.Partition{attached(a, 7), attached(b, 9)}, want: "ev_b was detached and attached again"},
+		}},
 		{"stop", PolicyStop, []step{
 			{name: "backfill", parts: []source.Partition{a, b}, base: "s1"},
 			{name: "dropped", parts: []source.Partition{a}, want: "ev_b was detached or dropped", wantStop: true},
@@ -129,11 +163,11 @@ func TestWatcher(t *testing.T) {
 					cat.rows[r] = true
 				}
 				if s.base != "" {
-					if err := RecordSnapshot(ctx, store, "p", root, s.base, s.parts, time.Now()); err != nil {
+					if err := RecordSnapshot(ctx, store, "p", root, s.base, source.Storage{TableStorage: rootStorage, Partitioned: true, Partitions: s.parts}, time.Now()); err != nil {
 						t.Fatal(err)
 					}
 				}
-				got, err := w.Check(ctx, cat)
+				got, err := w.Check(ctx, cat, nil, "in the test")
 				if err != nil {
 					t.Fatalf("%s: %v", s.name, err)
 				}
@@ -173,13 +207,13 @@ func TestWatcherTruncateOfTheRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &Watcher{Pipeline: "p", Tables: []Table{{Name: root}}, Store: store}
-	if err := RecordSnapshot(ctx, store, "p", root, "s1", []source.Partition{part("ev_a", 1, 11)}, time.Now()); err != nil {
+	if err := RecordSnapshot(ctx, store, "p", root, "s1", source.Storage{TableStorage: rootStorage, Partitioned: true, Partitions: []source.Partition{part("ev_a", 1, 11)}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Resyncing(ctx, root, "TRUNCATE at 0/1:1"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.Check(ctx, &catalog{parts: []source.Partition{part("ev_a", 1, 77)}})
+	got, err := w.Check(ctx, &catalog{parts: []source.Partition{part("ev_a", 1, 77)}}, nil, "in the test")
 	if err != nil || len(got) != 0 {
 		t.Fatalf("Check after Resyncing = %+v, %v; want no reaction", got, err)
 	}

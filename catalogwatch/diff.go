@@ -1,4 +1,4 @@
-package partitions
+package catalogwatch
 
 import (
 	"fmt"
@@ -17,10 +17,14 @@ type Diff struct {
 	Rewritten []source.Partition
 	// New were attached or created since.
 	New []source.Partition
+	// Reattached were detached and attached again (a new pg_inherits row): rows changed while
+	// they were detached are not in the WAL.
+	Reattached []source.Partition
 }
 
 // Compare returns how cur differs from recorded. Partitions are matched by OID: a renamed
-// partition is the same partition.
+// partition is the same partition. A partition with new storage is Rewritten even when it was
+// also attached again; an attach marker of 0 (unknown) is never compared.
 func Compare(recorded, cur []source.Partition) Diff {
 	was := make(map[uint32]source.Partition, len(recorded))
 	for _, p := range recorded {
@@ -34,6 +38,8 @@ func Compare(recorded, cur []source.Partition) Diff {
 			d.New = append(d.New, p)
 		case old.RelFileNode != p.RelFileNode:
 			d.Rewritten = append(d.Rewritten, p)
+		case old.Attached != 0 && p.Attached != 0 && old.Attached != p.Attached:
+			d.Reattached = append(d.Reattached, p)
 		}
 		delete(was, p.OID)
 	}
@@ -46,7 +52,7 @@ func Compare(recorded, cur []source.Partition) Diff {
 }
 
 // Empty reports whether nothing changed.
-func (d Diff) Empty() bool { return len(d.Gone)+len(d.Rewritten)+len(d.New) == 0 }
+func (d Diff) Empty() bool { return len(d.Gone)+len(d.Rewritten)+len(d.New)+len(d.Reattached) == 0 }
 
 // reason says what changed that the WAL does not show: d's gone and rewritten partitions and,
 // of its new ones, those in withRows.
@@ -57,6 +63,9 @@ func (d Diff) reason(withRows []source.Partition) string {
 	}
 	for _, p := range d.Rewritten {
 		parts = append(parts, fmt.Sprintf("partition %s was truncated or rewritten (TRUNCATE of a partition is not published through the root; VACUUM FULL, CLUSTER and table rewrites look the same in the catalog)", p.Table))
+	}
+	for _, p := range d.Reattached {
+		parts = append(parts, fmt.Sprintf("partition %s was detached and attached again (rows changed while it was detached are not in the WAL)", p.Table))
 	}
 	for _, p := range withRows {
 		parts = append(parts, fmt.Sprintf("partition %s was attached holding rows (rows present at the attach are not in the WAL; rows inserted after it count too)", p.Table))
