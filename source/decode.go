@@ -285,7 +285,15 @@ func (d *decoder) relation(ctx context.Context, m *pglogrepl.RelationMessage, em
 			return err
 		}
 	}
-	if prev != nil && prev.schema.Table == name && sameRaw(prev.raw, m.Columns) {
+	same := prev != nil && prev.schema.Table == name && sameRaw(prev.raw, m.Columns)
+	if same && prev.attnums != nil && d.attrs != nil {
+		attrs, err := d.attrs(ctx, m.RelationID)
+		if err != nil {
+			return fmt.Errorf("table %s: %w", name, err)
+		}
+		same = len(reAdded(prev.schema, prev.attnums, attnums(attrs), nil)) == 0
+	}
+	if same {
 		lost := identityLost(m, prev.schema, prev.identity)
 		prev.identity = m.ReplicaIdentity
 		if lost == "" {
@@ -354,6 +362,14 @@ func (d *decoder) describe(ctx context.Context, m *pglogrepl.RelationMessage, ol
 	}
 	ev.Identity = identityLost(m, ev.New, wasIdentity)
 	ev.RenamedColumns = renames(ev, was, attrs)
+	if old != nil && was != nil && d.attrs != nil {
+		// A column dropped and added again under the same name and type leaves the RELATION as
+		// it was: only its attnum tells. Its old values are gone from the source (NULL, or the
+		// new column's default, in every row), so it is a drop and an add.
+		for _, c := range reAdded(ev.New, was, attnums(attrs), ev.Added) {
+			ev.Dropped, ev.Added = append(ev.Dropped, c), append(ev.Added, c)
+		}
+	}
 	r := &relation{schema: ev.New, identity: m.ReplicaIdentity, keys: ev.New.KeyIndexes()}
 	if d.attrs != nil {
 		r.attnums = attnums(attrs)

@@ -548,3 +548,62 @@ func TestDecodeRelationEvents(t *testing.T) {
 		t.Errorf("relation IDs reported %v, want [1 1 7]", ids)
 	}
 }
+
+// TestDecodeColumnDroppedAndAddedAgain: the last column dropped and added again under the same
+// name and type gives a RELATION identical to the one before; only its attnum in the catalog
+// tells, within a run (against the attnums read when the table was described) and at a run's
+// first RELATION (against the recorded ones). Either way it is a drop and an add of the column.
+func TestDecodeColumnDroppedAndAddedAgain(t *testing.T) {
+	t.Parallel()
+	cols := []pglogrepl.RelationMessageColumn{col("id", 23, true), col("doc", 25, false)}
+	before := []catalogAttr{{1, "id", false}, {2, "doc", false}}
+	after := []catalogAttr{{1, "id", false}, {2, "........pg.dropped.2........", true}, {3, "doc", false}}
+	tests := []struct {
+		name     string
+		recorded map[string]int16
+		first    []catalogAttr // the catalog at the first RELATION
+		msgs     int           // RELATIONs sent (the catalog is after from the second on)
+	}{
+		{name: "within a run", first: before, msgs: 2},
+		{name: "at a run's first RELATION", recorded: map[string]int16{"id": 1, "doc": 2}, first: after, msgs: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := newDecoder(fakeResolve, []batch.Schema{knownSchema()}, slog.New(slog.DiscardHandler))
+			calls := 0
+			d.attrs = func(context.Context, uint32) ([]catalogAttr, error) {
+				calls++
+				if calls == 1 {
+					return tt.first, nil
+				}
+				return after, nil
+			}
+			if tt.recorded != nil {
+				d.recorded = map[batch.TableName]map[string]int16{testTable: tt.recorded}
+			}
+			msgs := []pglogrepl.Message{&pglogrepl.BeginMessage{FinalLSN: 10}}
+			for range tt.msgs {
+				msgs = append(msgs, relMsg(1, 'd', cols...))
+			}
+			evs, err := run(t, d, msgs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []*SchemaEvent
+			for _, ev := range evs {
+				if se, ok := ev.(*SchemaEvent); ok {
+					got = append(got, se)
+				}
+			}
+			if len(got) != 1 || !slices.Equal(got[0].Dropped, []string{"doc"}) || !slices.Equal(got[0].Added, []string{"doc"}) {
+				t.Fatalf("schema events %+v, want one that drops and adds doc", got)
+			}
+			// Described again at the new attnum, the next identical RELATION is no change.
+			evs, err = run(t, d, relMsg(1, 'd', cols...))
+			if err != nil || len(evs) != 0 {
+				t.Fatalf("a further RELATION: events %v, err %v; want none", evs, err)
+			}
+		})
+	}
+}

@@ -47,11 +47,7 @@ JOIN pg_catalog.pg_class c ON c.oid = t.relid JOIN pg_catalog.pg_namespace n ON 
 // others are absent from the result; a partitioned table without partitions maps to an empty,
 // non-nil list), ordered by OID.
 func ListPartitions(ctx context.Context, conn *pgconn.PgConn, tables []batch.TableName) (map[batch.TableName][]Partition, error) {
-	names := make([]string, len(tables))
-	for i, t := range tables {
-		names[i] = quoteTable(t)
-	}
-	res := conn.ExecParams(ctx, partitionsSQL, [][]byte{[]byte(textArray(names))}, nil, nil, nil).Read()
+	res := conn.ExecParams(ctx, partitionsSQL, [][]byte{[]byte(tableArray(tables))}, nil, nil, nil).Read()
 	if res.Err != nil {
 		return nil, fmt.Errorf("listing the partitions of the partitioned tables: %w", res.Err)
 	}
@@ -78,6 +74,15 @@ func ListPartitions(ctx context.Context, conn *pgconn.PgConn, tables []batch.Tab
 		slices.SortFunc(ps, func(a, b Partition) int { return cmp.Compare(a.OID, b.OID) })
 	}
 	return out, nil
+}
+
+// tableArray is a Postgres text array literal of tables' quoted names (for to_regclass).
+func tableArray(tables []batch.TableName) string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = quoteTable(t)
+	}
+	return textArray(names)
 }
 
 // textArray is a Postgres text array literal of items.

@@ -155,3 +155,18 @@ func droppedThenAdded(attrs []catalogAttr, anchor, b string, added []string) boo
 	}
 	return gap
 }
+
+// reAdded names the columns of s, other than those in skip, whose attnum now (the catalog's)
+// differs from the one was recorded: each was dropped and added again under the same name since.
+// A column that either map lacks is not judged.
+func reAdded(s batch.Schema, was, now map[string]int16, skip []string) []string {
+	var out []string
+	for _, c := range s.Columns {
+		w, ok1 := was[c.Name]
+		n, ok2 := now[c.Name]
+		if ok1 && ok2 && w != n && !slices.Contains(skip, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}

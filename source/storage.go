@@ -73,11 +73,7 @@ ORDER BY c.oid, a.attnum`
 // ListStorage returns the storage of each of tables that exists (the others are absent), with
 // the partitions of those that are partitioned.
 func ListStorage(ctx context.Context, conn *pgconn.PgConn, tables []batch.TableName) (map[batch.TableName]Storage, error) {
-	names := make([]string, len(tables))
-	for i, t := range tables {
-		names[i] = quoteTable(t)
-	}
-	res := conn.ExecParams(ctx, storageSQL, [][]byte{[]byte(textArray(names))}, nil, nil, nil).Read()
+	res := conn.ExecParams(ctx, storageSQL, [][]byte{[]byte(tableArray(tables))}, nil, nil, nil).Read()
 	if res.Err != nil {
 		return nil, fmt.Errorf("reading the storage of the replicated tables: %w", res.Err)
 	}
