@@ -18,6 +18,7 @@ func runStream(t *testing.T, cfg Config, opts StreamOptions, h Handler) (r *Stre
 		opts.StatusInterval = 50 * time.Millisecond
 	}
 	opts.ProgressInterval = 50 * time.Millisecond
+	waitSlotFree(t, cfg)
 	r, err := NewStream(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

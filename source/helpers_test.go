@@ -145,6 +145,7 @@ func streamFunc(t *testing.T, cfg Config, opts StreamOptions, until uint64, h fu
 	if opts.ProgressInterval == 0 {
 		opts.ProgressInterval = 50 * time.Millisecond
 	}
+	waitSlotFree(t, cfg)
 	r, err := NewStream(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -323,4 +324,33 @@ func (s *safeBox) get() (batch.Position, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.pos, s.held
+}
+
+// waitSlotFree waits until no walsender holds cfg's slot: a stream stopped just before returns
+// when its connection closes, while the server's walsender may release the slot a moment later
+// (a new stream would fail with "replication slot ... is active for PID ...").
+func waitSlotFree(t *testing.T, cfg Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, cfg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		var active bool
+		err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(active), false) FROM pg_catalog.pg_replication_slots WHERE slot_name = $1`, cfg.Slot).Scan(&active)
+		if err != nil {
+			t.Fatalf("waiting for slot %s to be free: %v", cfg.Slot, err)
+		}
+		if !active {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("slot %s still active after 30 s", cfg.Slot)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
